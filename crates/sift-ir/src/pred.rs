@@ -1,0 +1,297 @@
+//! The guarded predicate IR.
+//!
+//! A filter is a [`Pred`]: a boolean tree evaluated left to right with
+//! short-circuit, whose leaves are [`Test`]s. A test computes two [`Value`]s
+//! from the packet and compares them. Computing a value can **abort**: a load
+//! past the captured bytes, or a division/modulo by zero. An abort anywhere
+//! rejects the whole packet at once (libpcap's `bpf_filter` returns 0), even
+//! under a `not` or on the left of an `or`. This is exactly the semantics of
+//! libpcap's unoptimized programs, whose blocks run their statements and then
+//! jump; lowering reproduces libpcap's tree shape, so verdicts agree on every
+//! packet, truncated ones included.
+//!
+//! ```text
+//! Pred  := true | false | not Pred | and(Pred, ...) | or(Pred, ...) | Test
+//! Test  := Value (== | > | >= | &) Value          ("&" is jset: (a & b) != 0)
+//! Value := const | len | load(size, [Value +] k) | Value op Value | -Value
+//! ```
+//!
+//! Within one test every value is computed before the comparison, so the order
+//! of loads inside a test does not matter (any abort aborts). Between tests the
+//! order is the tree order.
+
+use std::fmt;
+
+/// Width of a packet load, in bytes (loads are big-endian).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Size {
+    /// One byte (`ldb`).
+    Byte = 1,
+    /// Two bytes, big-endian (`ldh`).
+    Half = 2,
+    /// Four bytes, big-endian (`ld`).
+    Word = 4,
+}
+
+impl Size {
+    /// The width in bytes.
+    pub fn bytes(self) -> u32 {
+        self as u32
+    }
+
+    /// The size for a width of 1, 2 or 4 bytes.
+    pub fn from_bytes(n: u32) -> Option<Size> {
+        match n {
+            1 => Some(Size::Byte),
+            2 => Some(Size::Half),
+            4 => Some(Size::Word),
+            _ => None,
+        }
+    }
+}
+
+/// A binary arithmetic operator on unsigned 32-bit values (wrapping).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// Division; a zero divisor aborts.
+    Div,
+    /// Remainder; a zero divisor aborts.
+    Mod,
+    And,
+    Or,
+    Xor,
+    /// Left shift; the shift count is taken modulo 32 (as x86 and the Linux
+    /// kernel do for a register count).
+    Shl,
+    /// Logical right shift; the shift count is taken modulo 32.
+    Shr,
+}
+
+/// A 32-bit unsigned value computed from the packet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// A constant.
+    Const(u32),
+    /// The packet's wire length (`len`; `ld #pktlen`).
+    Len,
+    /// A big-endian load of `size` bytes at offset `index + offset`, where
+    /// `index` (if any) is a computed value. The sum is computed without
+    /// wrapping: the load is in bounds iff `index + offset + size <= caplen`
+    /// in exact arithmetic; otherwise the whole filter aborts (rejects).
+    Load {
+        /// Width of the load.
+        size: Size,
+        /// Computed part of the offset (cBPF's X register), if any.
+        index: Option<Box<Value>>,
+        /// Constant part of the offset.
+        offset: u32,
+    },
+    /// `lhs op rhs`, wrapping; division/modulo by zero aborts.
+    Bin(BinOp, Box<Value>, Box<Value>),
+    /// Two's complement negation (wrapping).
+    Neg(Box<Value>),
+}
+
+/// Comparison of a [`Test`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    /// `lhs == rhs`.
+    Eq,
+    /// `lhs > rhs` (unsigned).
+    Gt,
+    /// `lhs >= rhs` (unsigned).
+    Ge,
+    /// `(lhs & rhs) != 0` (cBPF `jset`).
+    Set,
+}
+
+/// A leaf of the predicate tree: compute both values, then compare.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Test {
+    /// Left operand (cBPF's accumulator).
+    pub lhs: Value,
+    /// The comparison.
+    pub op: CmpOp,
+    /// Right operand (a constant `k` or the X register in cBPF).
+    pub rhs: Value,
+}
+
+/// A boolean predicate over a packet, evaluated left to right with
+/// short-circuit; see the module documentation for the abort rule.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Pred {
+    /// Always holds.
+    True,
+    /// Never holds.
+    False,
+    /// Negation.
+    Not(Box<Pred>),
+    /// All hold, tried in order, stopping at the first that fails.
+    And(Vec<Pred>),
+    /// One holds, tried in order, stopping at the first that holds.
+    Or(Vec<Pred>),
+    /// A comparison.
+    Test(Test),
+}
+
+/// Convenience constructors used by lowering.
+impl Value {
+    /// A load of `size` bytes at the constant offset `offset`.
+    pub fn load(size: Size, offset: u32) -> Value {
+        Value::Load { size, index: None, offset }
+    }
+
+    /// A load of `size` bytes at `index + offset`.
+    pub fn load_indexed(size: Size, index: Value, offset: u32) -> Value {
+        Value::Load { size, index: Some(Box::new(index)), offset }
+    }
+
+    /// `self op rhs`.
+    pub fn bin(self, op: BinOp, rhs: Value) -> Value {
+        Value::Bin(op, Box::new(self), Box::new(rhs))
+    }
+
+    /// The IPv4 header length idiom `4 * (pkt[offset] & 0xf)` (cBPF
+    /// `ldxb 4*([offset]&0xf)`).
+    pub fn ipv4_header_len(offset: u32) -> Value {
+        Value::load(Size::Byte, offset)
+            .bin(BinOp::And, Value::Const(0xf))
+            .bin(BinOp::Shl, Value::Const(2))
+    }
+}
+
+impl Pred {
+    /// A test `lhs op rhs`.
+    pub fn test(lhs: Value, op: CmpOp, rhs: Value) -> Pred {
+        Pred::Test(Test { lhs, op, rhs })
+    }
+
+    /// `lhs == k`.
+    pub fn eq(lhs: Value, k: u32) -> Pred {
+        Pred::test(lhs, CmpOp::Eq, Value::Const(k))
+    }
+
+    /// Negation.
+    #[allow(clippy::should_implement_trait)]
+    pub fn not(self) -> Pred {
+        Pred::Not(Box::new(self))
+    }
+
+    /// `self and other`, flattening nested conjunctions (evaluation order is
+    /// unchanged: `self` first).
+    pub fn and(self, other: Pred) -> Pred {
+        let mut v = match self {
+            Pred::And(v) => v,
+            p => vec![p],
+        };
+        match other {
+            Pred::And(w) => v.extend(w),
+            p => v.push(p),
+        }
+        Pred::And(v)
+    }
+
+    /// `self or other`, flattening nested disjunctions (evaluation order is
+    /// unchanged: `self` first).
+    pub fn or(self, other: Pred) -> Pred {
+        let mut v = match self {
+            Pred::Or(v) => v,
+            p => vec![p],
+        };
+        match other {
+            Pred::Or(w) => v.extend(w),
+            p => v.push(p),
+        }
+        Pred::Or(v)
+    }
+}
+
+impl fmt::Display for BinOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+            BinOp::Xor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+        })
+    }
+}
+
+impl fmt::Display for CmpOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CmpOp::Eq => "==",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Set => "&",
+        })
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Const(k) if *k < 10 => write!(f, "{k}"),
+            Value::Const(k) => write!(f, "{k:#x}"),
+            Value::Len => f.write_str("len"),
+            Value::Load { size, index, offset } => {
+                let w = match size {
+                    Size::Byte => "u8",
+                    Size::Half => "u16",
+                    Size::Word => "u32",
+                };
+                match index {
+                    None => write!(f, "{w}[{offset}]"),
+                    Some(i) => write!(f, "{w}[{i} + {offset}]"),
+                }
+            }
+            Value::Bin(op, a, b) => write!(f, "({a} {op} {b})"),
+            Value::Neg(a) => write!(f, "-{a}"),
+        }
+    }
+}
+
+impl fmt::Display for Test {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.op {
+            CmpOp::Set => write!(f, "{} & {} != 0", self.lhs, self.rhs),
+            op => write!(f, "{} {op} {}", self.lhs, self.rhs),
+        }
+    }
+}
+
+impl Pred {
+    fn fmt_indented(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match self {
+            Pred::True => writeln!(f, "{pad}true"),
+            Pred::False => writeln!(f, "{pad}false"),
+            Pred::Test(t) => writeln!(f, "{pad}{t}"),
+            Pred::Not(p) => {
+                writeln!(f, "{pad}not")?;
+                p.fmt_indented(f, depth + 1)
+            }
+            Pred::And(v) | Pred::Or(v) => {
+                writeln!(f, "{pad}{}", if matches!(self, Pred::And(_)) { "and" } else { "or" })?;
+                v.iter().try_for_each(|p| p.fmt_indented(f, depth + 1))
+            }
+        }
+    }
+}
+
+/// Prints the tree one node per line, children indented under `and`, `or`
+/// and `not`.
+impl fmt::Display for Pred {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_indented(f, 0)
+    }
+}

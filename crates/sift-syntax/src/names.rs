@@ -1,0 +1,1 @@
+//! Built-in name tables: services, protocols, EtherTypes, LLC SAPs.
