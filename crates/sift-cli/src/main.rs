@@ -1,1 +1,333 @@
-fn main() {}
+//! `sift`: filter capture files with pcap filter expressions, tcpdump style.
+//!
+//! ```text
+//! sift -r in.pcap 'tcp port 80'              one line per matching packet
+//! sift -r in.pcap -w out.pcap 'tcp port 80'  write the matching packets
+//! sift -d|-dd|-ddd [-y LINKTYPE] EXPR        print the classic BPF program
+//! sift explain [-y LINKTYPE] EXPR            print every compilation stage
+//! ```
+
+mod args;
+mod summary;
+
+use args::Args;
+use sift::{CompileOptions, Engine, Filter, LinkType, DEFAULT_SNAPLEN};
+use sift_pcap::{Capture, PcapWriter, TsPrecision};
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Read, Write};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: sift [-dq] [-c count] [-F file] [-r file] [-s snaplen] [-w file] [-y linktype]
+            [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
+            [expression]
+       sift explain [-y linktype] [-s snaplen] expression
+
+  -r FILE      read packets from a pcap/pcapng file ('-' = stdin)
+  -w FILE      write matching packets as pcap ('-' = stdout)
+  -c N         stop after N matching packets
+  -d/-dd/-ddd  print the compiled classic BPF program (tcpdump's three formats) and exit
+  -y LINKTYPE  link type for -d and explain (default EN10MB); a file's own type wins with -r
+  -F FILE      read the expression from FILE ('#' starts a comment)
+  -s SNAPLEN   value an accepting program returns (default 262144)
+  -q           no per-packet lines
+  --count      print only the number of matching packets
+  --engine     interp (default) or reference
+  --bpf-file   use a classic BPF program (-ddd, -dd or tc/iptables text) instead of an expression";
+
+/// A failure to report: message for stderr, already formatted.
+struct Fail(String);
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Fail {
+        Fail(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let result = if argv.first().map(String::as_str) == Some("explain") {
+        args::parse(&argv[1..]).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| explain(&a))
+    } else {
+        args::parse(&argv).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| run(&a))
+    };
+    match result {
+        Ok(code) => code,
+        Err(Fail(msg)) => {
+            // A closed pipe (e.g. `| head`) is not an error worth reporting.
+            if !msg.contains("Broken pipe") {
+                eprintln!("sift: {msg}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The expression text: from -F (with `#` comments blanked, as tcpdump does)
+/// or the remaining words joined by spaces.
+fn expression(a: &Args) -> Result<String, Fail> {
+    match &a.filter_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Fail(format!("{path}: {e}")))?;
+            Ok(text.lines().map(|l| l.split('#').next().unwrap_or("")).collect::<Vec<_>>().join("\n"))
+        }
+        None => Ok(a.expr.join(" ")),
+    }
+}
+
+fn linktype_arg(a: &Args) -> Result<Option<LinkType>, Fail> {
+    a.linktype
+        .as_deref()
+        .map(|n| LinkType::from_name(n).ok_or_else(|| Fail(format!("invalid data link type {n}"))))
+        .transpose()
+}
+
+fn snaplen(a: &Args) -> u32 {
+    match a.snaplen {
+        Some(0) | None => DEFAULT_SNAPLEN,
+        Some(n) => n,
+    }
+}
+
+fn compile_error(e: sift::Error) -> Fail {
+    Fail(e.render())
+}
+
+fn explain(a: &Args) -> Result<ExitCode, Fail> {
+    let expr = expression(a)?;
+    let opts = CompileOptions {
+        linktype: linktype_arg(a)?.unwrap_or(LinkType::EN10MB),
+        snaplen: snaplen(a),
+        netmask: Some(0),
+        ..Default::default()
+    };
+    let c = sift::compile(&expr, &opts).map_err(compile_error)?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "== expression ({})", opts.linktype)?;
+    writeln!(out, "{expr}")?;
+    writeln!(out, "\n== AST (fully parenthesized)")?;
+    writeln!(out, "{}", c.ast)?;
+    writeln!(out, "\n== predicate IR")?;
+    write!(out, "{}", c.pred)?;
+    writeln!(out, "\n== classic BPF ({} instructions)", c.program.len())?;
+    write!(out, "{}", sift_bpf::text::dump_d(&c.program))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_program(level: u8, program: &[sift::Insn]) -> Result<(), Fail> {
+    let text = match level {
+        1 => sift_bpf::text::dump_d(program),
+        2 => sift_bpf::text::dump_dd(program),
+        _ => sift_bpf::text::dump_ddd(program),
+    };
+    io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+fn open_capture(path: &str) -> Result<Capture, Fail> {
+    let r = if path == "-" {
+        let mut buf = Vec::new();
+        io::stdin().lock().read_to_end(&mut buf)?;
+        Capture::from_bytes(buf)
+    } else {
+        Capture::open(std::path::Path::new(path))
+    };
+    r.map_err(|e| Fail(format!("{path}: {e}")))
+}
+
+/// Builds the filter for one link type (the filter text or `--bpf-file`).
+fn build_filter(a: &Args, expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Fail> {
+    match &a.bpf_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Fail(format!("{path}: {e}")))?;
+            let program = sift_bpf::text::parse_program(&text).map_err(|e| Fail(format!("{path}: {e}")))?;
+            Filter::from_program(program).map_err(|e| Fail(format!("{path}: {e}")))
+        }
+        None => Filter::with_engine(expr, opts, engine).map_err(compile_error),
+    }
+}
+
+fn run(a: &Args) -> Result<ExitCode, Fail> {
+    if a.help {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.version {
+        println!("sift {}", env!("CARGO_PKG_VERSION"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.bpf_file.is_some() && !expression(a)?.trim().is_empty() {
+        return Err(Fail("give either an expression or --bpf-file, not both".into()));
+    }
+    let engine: Engine = match &a.engine {
+        Some(name) => name.parse().map_err(Fail)?,
+        None => Engine::default(),
+    };
+    let expr = expression(a)?;
+    let capture = a.read.as_deref().map(open_capture).transpose()?;
+
+    if a.dump > 0 {
+        let opts = match &capture {
+            Some(c) => CompileOptions {
+                linktype: LinkType::from_linktype(c.linktype()),
+                snaplen: c.snaplen(),
+                netmask: Some(0),
+                swapped: c.swapped(),
+            },
+            None => {
+                let linktype = linktype_arg(a)?;
+                if linktype.is_none() {
+                    eprintln!("Warning: assuming Ethernet");
+                }
+                CompileOptions {
+                    linktype: linktype.unwrap_or(LinkType::EN10MB),
+                    snaplen: snaplen(a),
+                    netmask: Some(0),
+                    ..Default::default()
+                }
+            }
+        };
+        let filter = build_filter(a, &expr, &opts, engine)?;
+        print_program(a.dump, filter.program())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let Some(capture) = capture else {
+        return Err(Fail(format!("nothing to do: give -r FILE to filter a capture, or -d to print the program\n{USAGE}")));
+    };
+    filter_capture(a, &expr, engine, &capture)
+}
+
+fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Result<ExitCode, Fail> {
+    let file_linktype = capture.linktype();
+    let name = a.read.as_deref().unwrap_or("-");
+    eprintln!(
+        "reading from file {name}, link-type {}, snapshot length {}",
+        LinkType::from_linktype(file_linktype),
+        capture.snaplen()
+    );
+    // Compile for the file's link type before opening the output, as tcpdump
+    // does: a bad expression fails even on an empty capture and writes nothing.
+    let mut filters: HashMap<u32, Filter> = HashMap::new();
+    let file_opts = CompileOptions {
+        linktype: LinkType::from_linktype(file_linktype),
+        snaplen: capture.snaplen(),
+        netmask: Some(0),
+        swapped: capture.swapped(),
+    };
+    filters.insert(file_linktype, build_filter(a, expr, &file_opts, engine)?);
+    let to_stdout = a.write.as_deref() == Some("-");
+    let precision = if a.nano { TsPrecision::Nano } else { TsPrecision::Micro };
+    let mut writer = match a.write.as_deref() {
+        None => None,
+        Some("-") => Some(PcapWriter::new(
+            Box::new(BufWriter::new(io::stdout().lock())) as Box<dyn Write>,
+            file_linktype,
+            capture.snaplen(),
+            precision,
+        )?),
+        Some(path) => {
+            let f = std::fs::File::create(path).map_err(|e| Fail(format!("{path}: {e}")))?;
+            Some(PcapWriter::new(Box::new(BufWriter::new(f)) as Box<dyn Write>, file_linktype, capture.snaplen(), precision)?)
+        }
+    };
+    let print_lines = writer.is_none() && !a.count && !a.quiet;
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut matched: u64 = 0;
+    let mut damage = None;
+
+    for (index, packet) in capture.packets().enumerate() {
+        let p = match packet {
+            Ok(p) => p,
+            Err(e) => {
+                damage = Some(e);
+                break;
+            }
+        };
+        let filter = match filters.get(&p.linktype) {
+            Some(f) => f,
+            None => {
+                let opts = CompileOptions { linktype: LinkType::from_linktype(p.linktype), ..file_opts.clone() };
+                let f = build_filter(a, expr, &opts, engine)?;
+                filters.entry(p.linktype).or_insert(f)
+            }
+        };
+        if !filter.matches(p.data, p.wire_len) {
+            continue;
+        }
+        matched += 1;
+        if let Some(w) = writer.as_mut() {
+            if p.linktype != file_linktype {
+                return Err(Fail(format!(
+                    "packet {} has link type {} but the pcap output is {}: a pcap file holds one link type",
+                    index + 1,
+                    LinkType::from_linktype(p.linktype),
+                    LinkType::from_linktype(file_linktype)
+                )));
+            }
+            w.write_packet(&p)?;
+        } else if print_lines {
+            let (secs, frac) = if a.nano { p.ts.nanos() } else { p.ts.micros() };
+            let stamp = format_time(secs, frac, a.nano);
+            writeln!(
+                out,
+                "{} {stamp} {}/{} {}",
+                index + 1,
+                p.data.len(),
+                p.wire_len,
+                summary::summarize(p.linktype, p.data)
+            )?;
+        }
+        if a.max_packets.is_some_and(|n| matched >= n) {
+            break;
+        }
+    }
+    if let Some(mut w) = writer {
+        w.flush()?;
+    }
+    if a.count {
+        let line = format!("{matched} packet{}", if matched == 1 { "" } else { "s" });
+        if to_stdout {
+            eprintln!("{line}");
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    match damage {
+        Some(e) => Err(Fail(format!("{name}: {e}"))),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS.ffffff` (UTC), or 9 fraction digits with `nano`.
+fn format_time(secs: u32, frac: u32, nano: bool) -> String {
+    let days = i64::from(secs / 86_400);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (hh, mm, ss) = (rem / 3600, rem / 60 % 60, rem % 60);
+    if nano {
+        format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}.{frac:09}")
+    } else {
+        format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02}.{frac:06}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn time_format() {
+        assert_eq!(super::format_time(0, 0, false), "1970-01-01 00:00:00.000000");
+        assert_eq!(super::format_time(1_259_670_896, 123_456, false), "2009-12-01 12:34:56.123456");
+        assert_eq!(super::format_time(951_782_400, 5, true), "2000-02-29 00:00:00.000000005");
+    }
+}

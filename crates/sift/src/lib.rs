@@ -1,1 +1,210 @@
-//! (stub)
+//! sift: an exact, fast implementation of the pcap filter language.
+//!
+//! The whole pipeline, one stage per crate:
+//!
+//! ```text
+//! text ──parse──▶ AST ──lower(link type)──▶ predicate IR ──codegen──▶ classic BPF
+//!      sift-syntax        sift-ir                      sift-bpf      │
+//!                                                                    ├─▶ interpreter (engine `interp`)
+//!                                                                    └─▶ kernel (SO_ATTACH_FILTER)
+//! ```
+//!
+//! Verdicts equal libpcap 1.10.3's unoptimized programs on every packet,
+//! truncated ones included (see `docs/compat.md` for deliberate differences).
+//!
+//! ```
+//! use sift::{Filter, CompileOptions};
+//! let f = Filter::new("tcp port 80", &CompileOptions::default()).unwrap();
+//! assert!(!f.matches(&[0u8; 60], 60));
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::fmt;
+use std::str::FromStr;
+
+pub use sift_bpf::Insn;
+pub use sift_ir::{LinkType, Pred};
+pub use sift_syntax::ast;
+
+/// The snapshot length libpcap and tcpdump use by default; accepting
+/// programs return it.
+pub const DEFAULT_SNAPLEN: u32 = 262_144;
+
+/// How to compile a filter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Link-layer type of the packets (default Ethernet).
+    pub linktype: LinkType,
+    /// Value returned by the cBPF program on accept (libpcap: the snapshot length).
+    pub snaplen: u32,
+    /// IPv4 netmask for `ip broadcast`; `None` is libpcap's PCAP_NETMASK_UNKNOWN.
+    pub netmask: Option<u32>,
+    /// The packets come from a savefile written on a machine of the other
+    /// byte order (matters for DLT_NULL's host-order address family).
+    pub swapped: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { linktype: LinkType::EN10MB, snaplen: DEFAULT_SNAPLEN, netmask: None, swapped: false }
+    }
+}
+
+/// Every stage of a compilation, for `sift explain` and for engines that
+/// start from an intermediate form.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The parsed expression.
+    pub ast: ast::Filter,
+    /// The lowered predicate (reference semantics).
+    pub pred: Pred,
+    /// The classic BPF program (validated: the Linux kernel accepts it).
+    pub program: Vec<Insn>,
+}
+
+/// Why a filter could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The expression is malformed or names something unknown/unsupported;
+    /// carries the span to point at.
+    Expression {
+        /// The filter text.
+        source: String,
+        /// What and where.
+        error: sift_syntax::Error,
+    },
+    /// The expression is valid but cannot be turned into classic BPF
+    /// (too large, too many scratch registers).
+    Codegen(String),
+    /// A classic BPF program (e.g. from `--bpf-file`) failed validation.
+    Program(String),
+}
+
+impl Error {
+    /// A multi-line rendering for terminals: for expression errors, the
+    /// expression with a caret under the offending text.
+    pub fn render(&self) -> String {
+        match self {
+            Error::Expression { source, error } => error.render(source),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Expression { error, .. } => write!(f, "{}", error.message),
+            Error::Codegen(m) => write!(f, "{m}"),
+            Error::Program(m) => write!(f, "invalid BPF program: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Parses and lowers `expr`: the stages up to the predicate IR.
+pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), Error> {
+    let wrap = |error| Error::Expression { source: expr.to_string(), error };
+    let ast = sift_syntax::parse(expr).map_err(wrap)?;
+    let lopts = sift_ir::LowerOptions {
+        linktype: opts.linktype,
+        netmask: opts.netmask,
+        swapped: opts.swapped,
+        ..Default::default()
+    };
+    let pred = sift_ir::lower(&ast, &lopts).map_err(wrap)?;
+    Ok((ast, pred))
+}
+
+/// Compiles `expr` through every stage to classic BPF.
+pub fn compile(expr: &str, opts: &CompileOptions) -> Result<Compiled, Error> {
+    let (ast, pred) = lower(expr, opts)?;
+    let program = sift_bpf::codegen::compile(&pred, &sift_bpf::codegen::CodegenOptions { snaplen: opts.snaplen })
+        .map_err(|e| Error::Codegen(e.to_string()))?;
+    Ok(Compiled { ast, pred, program })
+}
+
+/// The engines that can run a filter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
+    #[default]
+    Interp,
+    /// The reference evaluator over the predicate IR: slow, the in-house
+    /// oracle.
+    Reference,
+}
+
+impl Engine {
+    /// Every engine, with its command-line name.
+    pub const ALL: &'static [(&'static str, Engine)] = &[("interp", Engine::Interp), ("reference", Engine::Reference)];
+
+    /// The engine's command-line name.
+    pub fn name(self) -> &'static str {
+        Engine::ALL.iter().find(|e| e.1 == self).map_or("?", |e| e.0)
+    }
+}
+
+impl FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Engine, String> {
+        Engine::ALL.iter().find(|e| e.0 == s).map(|e| e.1).ok_or_else(|| {
+            let names: Vec<_> = Engine::ALL.iter().map(|e| e.0).collect();
+            format!("unknown engine '{s}' (known: {})", names.join(", "))
+        })
+    }
+}
+
+enum Runner {
+    Interp(sift_bpf::interp::Program),
+    Reference(Pred),
+}
+
+/// A compiled filter, ready to run on packets.
+pub struct Filter {
+    runner: Runner,
+    program: Vec<Insn>,
+}
+
+impl Filter {
+    /// Compiles `expr` for the default engine.
+    pub fn new(expr: &str, opts: &CompileOptions) -> Result<Filter, Error> {
+        Filter::with_engine(expr, opts, Engine::default())
+    }
+
+    /// Compiles `expr` for `engine`.
+    pub fn with_engine(expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Error> {
+        let c = compile(expr, opts)?;
+        let runner = match engine {
+            Engine::Interp => Runner::Interp(
+                sift_bpf::interp::Program::new(&c.program).map_err(|e| Error::Program(e.to_string()))?,
+            ),
+            Engine::Reference => Runner::Reference(c.pred),
+        };
+        Ok(Filter { runner, program: c.program })
+    }
+
+    /// A filter from a classic BPF program written elsewhere (e.g. `tcpdump
+    /// -ddd` output), run by the interpreter after validation.
+    pub fn from_program(program: Vec<Insn>) -> Result<Filter, Error> {
+        sift_bpf::validate::validate(&program).map_err(|e| Error::Program(e.to_string()))?;
+        let p = sift_bpf::interp::Program::new(&program).map_err(|e| Error::Program(e.to_string()))?;
+        Ok(Filter { runner: Runner::Interp(p), program })
+    }
+
+    /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
+    #[inline]
+    pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        match &self.runner {
+            Runner::Interp(p) => p.run(data, wire_len) != 0,
+            Runner::Reference(pred) => sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }),
+        }
+    }
+
+    /// The classic BPF program (what `-d` prints and the kernel would run).
+    pub fn program(&self) -> &[Insn] {
+        &self.program
+    }
+}

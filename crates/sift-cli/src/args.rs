@@ -1,0 +1,194 @@
+//! Command-line parsing in tcpdump's getopt style: short flags cluster
+//! (`-nnr file`, `-c5`), `-d`/`-dd`/`-ddd` count, the expression is every
+//! remaining argument joined by spaces, `--` ends the options.
+
+use std::fmt;
+
+/// What the command line asks for.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Args {
+    /// `-r FILE` (`-` = stdin).
+    pub read: Option<String>,
+    /// `-w FILE` (`-` = stdout).
+    pub write: Option<String>,
+    /// `-c N`: stop after N matching packets.
+    pub max_packets: Option<u64>,
+    /// `-y LINKTYPE`.
+    pub linktype: Option<String>,
+    /// `-F FILE`: read the expression from a file.
+    pub filter_file: Option<String>,
+    /// Number of `d`s: 1 = `-d`, 2 = `-dd`, 3 = `-ddd`.
+    pub dump: u8,
+    /// `-s SNAPLEN` (0 = default).
+    pub snaplen: Option<u32>,
+    /// `--count`: print the number of matching packets.
+    pub count: bool,
+    /// `--engine NAME`.
+    pub engine: Option<String>,
+    /// `--bpf-file FILE`: a cBPF program in -ddd/-dd text instead of an expression.
+    pub bpf_file: Option<String>,
+    /// `--time-stamp-precision micro|nano` (for `-w` and printing).
+    pub nano: bool,
+    /// `-q`: no per-packet lines (useful with `--count`).
+    pub quiet: bool,
+    /// `-h`/`--help`.
+    pub help: bool,
+    /// `--version`.
+    pub version: bool,
+    /// The expression words.
+    pub expr: Vec<String>,
+}
+
+/// A command-line error, shown with the usage hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Options of tcpdump's that sift accepts and ignores (they only change
+/// printing or name resolution, which sift's summary lines do not do).
+const IGNORED_FLAGS: &[char] = &['n', 'N', 'O', 'U', 'v', 'e', 't', 'S', 'x', 'X', 'A', 'l', 'p', 'K', '#'];
+
+fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, ArgError> {
+    v.parse().map_err(|_| ArgError(format!("invalid number '{v}' for {flag}")))
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
+    let mut a = Args::default();
+    let mut i = 0;
+    let mut need = |i: &mut usize, flag: &str| -> Result<String, ArgError> {
+        *i += 1;
+        argv.get(*i).cloned().ok_or_else(|| ArgError(format!("option {flag} needs an argument")))
+    };
+    while i < argv.len() {
+        let arg = &argv[i];
+        if arg == "--" {
+            a.expr.extend(argv[i + 1..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let mut value = |i: &mut usize| -> Result<String, ArgError> {
+                match &inline {
+                    Some(v) => Ok(v.clone()),
+                    None => need(i, &format!("--{name}")),
+                }
+            };
+            match name {
+                "count" => a.count = true,
+                "engine" => a.engine = Some(value(&mut i)?),
+                "bpf-file" => a.bpf_file = Some(value(&mut i)?),
+                "linktype" => a.linktype = Some(value(&mut i)?),
+                "snapshot-length" => a.snaplen = Some(number("--snapshot-length", &value(&mut i)?)?),
+                "time-stamp-precision" => {
+                    a.nano = match value(&mut i)?.as_str() {
+                        "nano" => true,
+                        "micro" => false,
+                        other => return Err(ArgError(format!("unknown time stamp precision '{other}' (micro or nano)"))),
+                    }
+                }
+                "no-optimize" | "immediate-mode" => {}
+                "help" => a.help = true,
+                "version" => a.version = true,
+                _ => return Err(ArgError(format!("unknown option '--{name}'"))),
+            }
+            i += 1;
+            continue;
+        }
+        if arg.len() > 1 && arg.starts_with('-') {
+            let flags: Vec<char> = arg[1..].chars().collect();
+            let mut j = 0;
+            while j < flags.len() {
+                let f = flags[j];
+                // Options with an argument take the rest of this word or the next word.
+                let mut arg_value = |i: &mut usize| -> Result<String, ArgError> {
+                    let rest: String = flags[j + 1..].iter().collect();
+                    j = flags.len();
+                    if rest.is_empty() {
+                        need(i, &format!("-{f}"))
+                    } else {
+                        Ok(rest)
+                    }
+                };
+                match f {
+                    'r' => a.read = Some(arg_value(&mut i)?),
+                    'w' => a.write = Some(arg_value(&mut i)?),
+                    'c' => a.max_packets = Some(number("-c", &arg_value(&mut i)?)?),
+                    'y' => a.linktype = Some(arg_value(&mut i)?),
+                    'F' => a.filter_file = Some(arg_value(&mut i)?),
+                    's' => a.snaplen = Some(number("-s", &arg_value(&mut i)?)?),
+                    'd' => a.dump = a.dump.saturating_add(1),
+                    'q' => a.quiet = true,
+                    'h' => a.help = true,
+                    c if IGNORED_FLAGS.contains(&c) => {}
+                    c => return Err(ArgError(format!("unknown option '-{c}'"))),
+                }
+                j += 1;
+            }
+            i += 1;
+            continue;
+        }
+        a.expr.push(arg.clone());
+        i += 1;
+    }
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &[&str]) -> Args {
+        parse(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn clustered_flags_and_values() {
+        let a = p(&["-nnr", "in.pcap", "-c5", "-w", "-", "tcp", "port", "80"]);
+        assert_eq!(a.read.as_deref(), Some("in.pcap"));
+        assert_eq!(a.write.as_deref(), Some("-"));
+        assert_eq!(a.max_packets, Some(5));
+        assert_eq!(a.expr, ["tcp", "port", "80"]);
+    }
+
+    #[test]
+    fn dump_levels() {
+        assert_eq!(p(&["-d", "ip"]).dump, 1);
+        assert_eq!(p(&["-dd", "ip"]).dump, 2);
+        assert_eq!(p(&["-ddd", "ip"]).dump, 3);
+        assert_eq!(p(&["-d", "-d", "ip"]).dump, 2);
+    }
+
+    #[test]
+    fn long_options() {
+        let a = p(&["--engine=interp", "--count", "--bpf-file", "f.txt", "-y", "RAW"]);
+        assert_eq!(a.engine.as_deref(), Some("interp"));
+        assert!(a.count);
+        assert_eq!(a.bpf_file.as_deref(), Some("f.txt"));
+        assert_eq!(a.linktype.as_deref(), Some("RAW"));
+    }
+
+    #[test]
+    fn double_dash_ends_options() {
+        let a = p(&["-r", "x", "--", "-d"]);
+        assert_eq!(a.expr, ["-d"]);
+        assert_eq!(a.dump, 0);
+    }
+
+    #[test]
+    fn errors() {
+        let e = |s: &[&str]| parse(&s.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err();
+        assert!(e(&["-r"]).0.contains("needs an argument"));
+        assert!(e(&["-c", "x"]).0.contains("invalid number"));
+        assert!(e(&["-Z"]).0.contains("unknown option"));
+        assert!(e(&["--bogus"]).0.contains("unknown option"));
+    }
+}

@@ -1,0 +1,152 @@
+//! Behaviour of the `sift` command line: errors, damaged files, foreign
+//! programs, output formats.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sift(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sift")).args(args).output().expect("run sift")
+}
+
+fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples").join(name)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sift-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn bad_expression_shows_a_caret_and_exits_1() {
+    let o = sift(&["-d", "tcp port 80 and hots 10.0.0.1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines.iter().position(|l| l.contains("tcp port 80 and hots 10.0.0.1")).expect(&err);
+    let caret = lines[at + 1];
+    let col = lines[at].find("hots").unwrap();
+    assert_eq!(caret.find('^'), Some(col), "caret under 'hots':\n{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn counts_matches() {
+    let v4 = sample("v4.pcap");
+    let o = sift(&["-r", v4.to_str().unwrap(), "--count", "tcp port 80"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "41 packets");
+    let o = sift(&["-r", v4.to_str().unwrap(), "--count", "udp"]);
+    assert_eq!(stdout(&o).trim(), "2 packets");
+}
+
+#[test]
+fn prints_one_line_per_match_and_honours_c() {
+    let v4 = sample("v4.pcap");
+    let o = sift(&["-r", v4.to_str().unwrap(), "-c", "3", "tcp"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let first = out.lines().next().unwrap();
+    assert!(first.starts_with("1 2004-05-13 "), "{first}");
+    assert!(first.contains(" TCP "), "{first}");
+}
+
+#[test]
+fn damaged_file_keeps_packets_before_the_damage() {
+    let data = std::fs::read(sample("v4.pcap")).unwrap();
+    // Cut in the middle of a record (past the file header and a few packets).
+    let cut = tmp("cut.pcap");
+    std::fs::write(&cut, &data[..data.len() / 2 + 7]).unwrap();
+    let o = sift(&["-r", cut.to_str().unwrap(), "-w", "-", ""]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("offset"), "{}", stderr(&o));
+    let whole = sift(&["-r", sample("v4.pcap").to_str().unwrap(), "-w", "-", ""]);
+    assert!(o.stdout.len() > 24 && whole.stdout.starts_with(&o.stdout), "a prefix of the full output");
+    // Garbage is a clear error, no panic.
+    let junk = tmp("junk.pcap");
+    std::fs::write(&junk, b"this is not a capture file at all").unwrap();
+    let o = sift(&["-r", junk.to_str().unwrap(), "ip"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!stderr(&o).contains("panicked"));
+    let empty = tmp("empty.pcap");
+    std::fs::write(&empty, b"").unwrap();
+    let o = sift(&["-r", empty.to_str().unwrap(), "ip"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn dump_formats_are_consistent_and_parse_back() {
+    for level in ["-d", "-dd", "-ddd"] {
+        let o = sift(&[level, "-y", "RAW", "ip proto 6"]);
+        assert!(o.status.success(), "{level}: {}", stderr(&o));
+        assert!(!stdout(&o).is_empty());
+    }
+    // -ddd output is a valid --bpf-file, and gives the same verdicts.
+    let o = sift(&["-ddd", "tcp port 80"]);
+    let prog = tmp("prog.txt");
+    std::fs::write(&prog, &o.stdout).unwrap();
+    let v4 = sample("v4.pcap");
+    let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--bpf-file", prog.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "41 packets");
+    // Without -r or -y, -d warns like tcpdump.
+    let o = sift(&["-d", "ip"]);
+    assert!(stderr(&o).contains("Warning: assuming Ethernet"));
+}
+
+#[test]
+fn foreign_program_from_tcpdump() {
+    let Ok(o) = Command::new("tcpdump").args(["-ddd", "udp"]).output() else {
+        eprintln!("tcpdump not installed: skipped");
+        return;
+    };
+    let prog = tmp("tcpdump-prog.txt");
+    std::fs::write(&prog, &o.stdout).unwrap();
+    let v4 = sample("v4.pcap");
+    let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--bpf-file", prog.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "2 packets");
+    // A program the validator refuses is a clear error.
+    std::fs::write(&prog, "1\n21 0 0 0\n").unwrap();
+    let o = sift(&["-r", v4.to_str().unwrap(), "--bpf-file", prog.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn explain_shows_every_stage() {
+    let o = sift(&["explain", "-y", "LINUX_SLL2", "port 53"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for stage in ["== AST", "== predicate IR", "== classic BPF"] {
+        assert!(out.contains(stage), "{out}");
+    }
+}
+
+#[test]
+fn engines_agree_and_unknown_engine_is_an_error() {
+    let v4 = sample("v4.pcap");
+    for engine in ["interp", "reference"] {
+        let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", engine, "tcp port 80"]);
+        assert_eq!(stdout(&o).trim(), "41 packets", "{engine}: {}", stderr(&o));
+    }
+    let o = sift(&["-r", v4.to_str().unwrap(), "--engine", "warp", "ip"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unknown engine"));
+}
+
+#[test]
+fn unsupported_link_type_is_a_clear_error() {
+    let o = sift(&["-d", "-y", "IEEE802_11", "ip"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
+}
