@@ -1,0 +1,516 @@
+//! pcapng files: section/interface bookkeeping and the per-block cursor.
+//!
+//! Semantics follow libpcap 1.10.3 (`sf-pcapng.c`), checked against the
+//! installed library, with three deliberate extensions (libpcap 1.10.3
+//! refuses these files; we read them):
+//!
+//! * interfaces may have different link types (each packet reports its
+//!   interface's link type);
+//! * interfaces may have different snapshot lengths (each packet is checked
+//!   against its own interface's);
+//! * sections may have different byte orders (each Section Header Block's
+//!   byte-order magic decides how its section is read).
+//!
+//! On every file libpcap reads, the packets and the point of failure are
+//! the same as libpcap's. Quirks kept on purpose: the first Section Header
+//! Block's trailer and options are not checked; Section Header Blocks seen
+//! before the first Interface Description Block are skipped unchecked; later
+//! ones need major version 1 (any minor); a Simple Packet Block whose
+//! packet does not fit in the block is damage (not cut to the block size).
+
+use crate::error::{Error, ErrorKind};
+use crate::linktype;
+use crate::timestamp::{Timestamp, DEFAULT_TSRESOL};
+use crate::{fixup, RawRecord, POST_SWAP, POST_USB_LEN};
+
+const BT_SHB: u32 = 0x0A0D_0D0A;
+const BT_IDB: u32 = 1;
+const BT_PB: u32 = 2;
+const BT_SPB: u32 = 3;
+const BT_EPB: u32 = 6;
+const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+
+/// Block header (type + length) plus trailer.
+const BLOCK_OVERHEAD: usize = 12;
+/// The smallest Section Header Block: overhead + magic, versions, length.
+const SHB_MIN: u32 = 28;
+/// libpcap refuses a first Section Header Block longer than 1 MiB.
+const SHB_MAX: u32 = 1024 * 1024;
+/// Block size limit before any interface is known (libpcap: 16 MiB).
+const INITIAL_MAX_BLOCK: u64 = 16 * 1024 * 1024;
+/// The smallest Interface Description Block; bounds the interface table.
+const IDB_MIN: usize = 20;
+
+fn rd32(b: &[u8], at: usize, le: bool) -> u32 {
+    let mut w = [0u8; 4];
+    if let Some(s) = b.get(at..at.saturating_add(4)) {
+        w.copy_from_slice(s);
+    }
+    if le {
+        u32::from_le_bytes(w)
+    } else {
+        u32::from_be_bytes(w)
+    }
+}
+
+fn rd16(b: &[u8], at: usize, le: bool) -> u16 {
+    let mut w = [0u8; 2];
+    if let Some(s) = b.get(at..at.saturating_add(2)) {
+        w.copy_from_slice(s);
+    }
+    if le {
+        u16::from_le_bytes(w)
+    } else {
+        u16::from_be_bytes(w)
+    }
+}
+
+fn rd64(b: &[u8], at: usize, le: bool) -> u64 {
+    let mut w = [0u8; 8];
+    if let Some(s) = b.get(at..at.saturating_add(8)) {
+        w.copy_from_slice(s);
+    }
+    if le {
+        u64::from_le_bytes(w)
+    } else {
+        u64::from_be_bytes(w)
+    }
+}
+
+/// The byte order a Section Header Block at `pos` declares: `Some(true)`
+/// for little-endian, `None` if the block is too short to tell or the
+/// magic is wrong.
+fn section_order(bytes: &[u8], pos: usize) -> Option<bool> {
+    let m = bytes.get(pos.checked_add(8)?..pos.checked_add(12)?)?;
+    let m = [m[0], m[1], m[2], m[3]];
+    if u32::from_le_bytes(m) == BYTE_ORDER_MAGIC {
+        Some(true)
+    } else if u32::from_be_bytes(m) == BYTE_ORDER_MAGIC {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Checks for a pcapng Section Header Block at the start of the input.
+/// Returns the section's byte order (`true` = little-endian) if it is one.
+/// Like libpcap, a block type without a valid byte-order magic is "not
+/// pcapng" rather than damage.
+pub(crate) fn sniff(bytes: &[u8]) -> Option<bool> {
+    if rd32(bytes, 0, true) != BT_SHB {
+        return None;
+    }
+    section_order(bytes, 0)
+}
+
+/// One interface of the current section (16 bytes, so the table can never
+/// outgrow the input: every entry comes from an IDB of at least 20 bytes).
+#[derive(Clone, Copy, Debug)]
+struct Iface {
+    offset: i64,
+    snapshot: u32,
+    linktype: u16,
+    resol: u8,
+    post: u8,
+}
+
+/// A block located and checked by [`read_block`].
+struct Block {
+    start: usize,
+    btype: u32,
+    /// Body: from after the 8-byte header to before the 4-byte trailer.
+    body: std::ops::Range<usize>,
+}
+
+/// What the file header tells about the capture.
+#[derive(Clone, Debug)]
+pub(crate) struct Summary {
+    pub le: bool,
+    pub version: (u16, u16),
+    pub linktype: u32,
+    pub snapshot: u32,
+}
+
+/// Iteration state over the blocks of a pcapng file.
+#[derive(Clone, Debug)]
+pub(crate) struct Cursor {
+    pos: usize,
+    /// Byte order of the current section.
+    le: bool,
+    native_le: bool,
+    ifaces: Vec<Iface>,
+    max_block: u64,
+}
+
+fn short_block(b: &Block) -> Error {
+    Error::new(
+        ErrorKind::Malformed,
+        b.start,
+        format!("block of type {} in pcapng file is too short", b.btype),
+    )
+}
+
+impl Cursor {
+    /// Validates the first Section Header Block and reads up to and
+    /// including the first Interface Description Block, as libpcap does
+    /// when it opens a file. Errors here mean libpcap would not open it.
+    pub(crate) fn open(bytes: &[u8], le: bool, native_le: bool) -> Result<(Summary, Cursor), Error> {
+        let total = rd32(bytes, 4, le);
+        if !(SHB_MIN..=SHB_MAX).contains(&total) {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                0,
+                format!("Section Header Block has invalid length {total}"),
+            ));
+        }
+        if total as usize > bytes.len() {
+            return Err(Error::new(
+                ErrorKind::Truncated,
+                0,
+                format!(
+                    "truncated Section Header Block: {} of {total} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+        let major = rd16(bytes, 12, le);
+        let minor = rd16(bytes, 14, le);
+        if !(major == 1 && (minor == 0 || minor == 2)) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                12,
+                format!("unsupported pcapng savefile version {major}.{minor}"),
+            ));
+        }
+        let mut c = Cursor {
+            pos: total as usize,
+            le,
+            native_le,
+            ifaces: Vec::new(),
+            max_block: INITIAL_MAX_BLOCK,
+        };
+        loop {
+            c.follow_section_order(bytes);
+            let Some(b) = c.read_block(bytes)? else {
+                return Err(Error::new(
+                    ErrorKind::Malformed,
+                    c.pos,
+                    "the capture file has no Interface Description Blocks",
+                ));
+            };
+            match b.btype {
+                BT_IDB => {
+                    c.add_interface(bytes, &b)?;
+                    let Some(first) = c.ifaces.first().copied() else {
+                        return Err(short_block(&b));
+                    };
+                    let summary = Summary {
+                        le,
+                        version: (major, minor),
+                        linktype: u32::from(first.linktype),
+                        snapshot: first.snapshot,
+                    };
+                    return Ok((summary, c));
+                }
+                BT_EPB | BT_SPB | BT_PB => {
+                    return Err(Error::new(
+                        ErrorKind::Malformed,
+                        b.start,
+                        "the capture file has a packet block before any Interface Description Blocks",
+                    ));
+                }
+                // libpcap skips everything else here, Section Header Blocks
+                // included (without looking at their version).
+                _ => {}
+            }
+        }
+    }
+
+    /// If a Section Header Block starts at the cursor and declares the
+    /// other byte order, switch to it before reading the block's length.
+    fn follow_section_order(&mut self, bytes: &[u8]) {
+        if rd32(bytes, self.pos, true) == BT_SHB {
+            if let Some(le) = section_order(bytes, self.pos) {
+                self.le = le;
+            }
+        }
+    }
+
+    /// Reads and checks the block at the cursor and moves past it.
+    /// `Ok(None)` at a clean end of input.
+    fn read_block(&mut self, bytes: &[u8]) -> Result<Option<Block>, Error> {
+        let start = self.pos;
+        let rest = bytes.get(start..).unwrap_or(&[]);
+        if rest.is_empty() {
+            return Ok(None);
+        }
+        if rest.len() < 8 {
+            return Err(Error::new(
+                ErrorKind::Truncated,
+                start,
+                format!("truncated block header: {} of 8 bytes", rest.len()),
+            ));
+        }
+        let btype = rd32(rest, 0, self.le);
+        let total = rd32(rest, 4, self.le);
+        if (total as usize) < BLOCK_OVERHEAD {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                start,
+                format!("block has a length of {total} < {BLOCK_OVERHEAD}"),
+            ));
+        }
+        if total % 4 != 0 {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                start,
+                format!("block has a length of {total} that is not a multiple of 4"),
+            ));
+        }
+        if u64::from(total) > self.max_block {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                start,
+                format!("block size {total} > maximum {}", self.max_block),
+            ));
+        }
+        let total = total as usize;
+        if total > rest.len() {
+            return Err(Error::new(
+                ErrorKind::Truncated,
+                start,
+                format!("truncated block: {} of {total} bytes", rest.len()),
+            ));
+        }
+        let trailer = rd32(rest, total - 4, self.le);
+        if trailer as usize != total {
+            return Err(Error::new(
+                ErrorKind::Malformed,
+                start,
+                format!("block total length in header {total} and trailer {trailer} don't match"),
+            ));
+        }
+        self.pos = start + total;
+        Ok(Some(Block {
+            start,
+            btype,
+            body: start + 8..start + total - 4,
+        }))
+    }
+
+    /// Parses an Interface Description Block and appends the interface.
+    fn add_interface(&mut self, bytes: &[u8], b: &Block) -> Result<(), Error> {
+        let le = self.le;
+        let body = bytes.get(b.body.clone()).unwrap_or(&[]);
+        if body.len() < 8 {
+            return Err(short_block(b));
+        }
+        let raw_linktype = rd16(body, 0, le);
+        let snaplen = rd32(body, 4, le);
+        let mut resol = None;
+        let mut offset = None;
+        let mut at = 8usize;
+        while at < body.len() {
+            let opt_start = b.body.start + at;
+            if body.len() - at < 4 {
+                return Err(short_block(b));
+            }
+            let code = rd16(body, at, le);
+            let len = rd16(body, at + 2, le);
+            let padded = (usize::from(len) + 3) / 4 * 4;
+            at += 4;
+            if body.len() - at < padded {
+                return Err(short_block(b));
+            }
+            let value = body.get(at..at + usize::from(len)).unwrap_or(&[]);
+            at += padded;
+            let bad = |msg: String| Err(Error::new(ErrorKind::Malformed, opt_start, msg));
+            match code {
+                0 => {
+                    if len != 0 {
+                        return bad(format!(
+                            "Interface Description Block has opt_endofopt option with length {len} != 0"
+                        ));
+                    }
+                    break;
+                }
+                9 => {
+                    if len != 1 {
+                        return bad(format!(
+                            "Interface Description Block has if_tsresol option with length {len} != 1"
+                        ));
+                    }
+                    if resol.is_some() {
+                        return bad("Interface Description Block has more than one if_tsresol option".into());
+                    }
+                    let r = value.first().copied().unwrap_or(0);
+                    if r & 0x80 != 0 && r & 0x7f > 63 {
+                        return bad(format!(
+                            "Interface Description Block if_tsresol option resolution 2^-{} is too high",
+                            r & 0x7f
+                        ));
+                    }
+                    if r & 0x80 == 0 && r > 19 {
+                        return bad(format!(
+                            "Interface Description Block if_tsresol option resolution 10^-{r} is too high"
+                        ));
+                    }
+                    resol = Some(r);
+                }
+                14 => {
+                    if len != 8 {
+                        return bad(format!(
+                            "Interface Description Block has if_tsoffset option with length {len} != 8"
+                        ));
+                    }
+                    if offset.is_some() {
+                        return bad("Interface Description Block has more than one if_tsoffset option".into());
+                    }
+                    offset = Some(rd64(value, 0, le) as i64);
+                }
+                _ => {}
+            }
+        }
+        let lt = linktype::normalize(u32::from(raw_linktype));
+        let mut post = 0;
+        if le != self.native_le && fixup::needs_swap(lt) {
+            post |= POST_SWAP;
+        }
+        if lt == linktype::USB_LINUX_MMAPPED {
+            post |= POST_USB_LEN;
+        }
+        let iface = Iface {
+            offset: offset.unwrap_or(0),
+            snapshot: linktype::adjust_snapshot(lt, snaplen),
+            // normalize() maps a 16-bit value to at most 289 or itself.
+            linktype: u16::try_from(lt).unwrap_or(raw_linktype),
+            resol: resol.unwrap_or(DEFAULT_TSRESOL),
+            post,
+        };
+        // Blocks big enough for this link type's largest packet plus
+        // 128 KiB of options are acceptable from now on.
+        let limit = 8 + 20 + u64::from(linktype::max_snaplen(lt)) + 131_072 + 4;
+        self.max_block = self.max_block.max(limit);
+        if self.ifaces.len() == self.ifaces.capacity() {
+            // Grow by at most the number of IDBs the rest of the input could
+            // still hold, so the table stays smaller than the input.
+            let room = bytes.len().saturating_sub(self.pos) / IDB_MIN;
+            self.ifaces.reserve_exact(self.ifaces.len().clamp(4, room.max(4)));
+        }
+        self.ifaces.push(iface);
+        Ok(())
+    }
+
+    /// Reads blocks up to the next packet: `None` at a clean end of input.
+    pub(crate) fn next(&mut self, bytes: &[u8]) -> Option<Result<RawRecord, Error>> {
+        match self.next_inner(bytes) {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => None,
+            Err(e) => {
+                self.finish();
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Stops the cursor (after an error).
+    pub(crate) fn finish(&mut self) {
+        self.pos = usize::MAX;
+    }
+
+    #[inline]
+    fn next_inner(&mut self, bytes: &[u8]) -> Result<Option<RawRecord>, Error> {
+        loop {
+            self.follow_section_order(bytes);
+            let Some(b) = self.read_block(bytes)? else {
+                return Ok(None);
+            };
+            let le = self.le;
+            let body = bytes.get(b.body.clone()).unwrap_or(&[]);
+            let (interface, ticks, caplen, wire_len, fixed) = match b.btype {
+                BT_EPB => {
+                    if body.len() < 20 {
+                        return Err(short_block(&b));
+                    }
+                    let ticks = (u64::from(rd32(body, 4, le)) << 32) | u64::from(rd32(body, 8, le));
+                    (rd32(body, 0, le), Some(ticks), rd32(body, 12, le), rd32(body, 16, le), 20)
+                }
+                BT_SPB => {
+                    if body.len() < 4 {
+                        return Err(short_block(&b));
+                    }
+                    let wire_len = rd32(body, 0, le);
+                    let snapshot = self.ifaces.first().map_or(u32::MAX, |i| i.snapshot);
+                    (0, None, wire_len.min(snapshot), wire_len, 4)
+                }
+                BT_PB => {
+                    if body.len() < 20 {
+                        return Err(short_block(&b));
+                    }
+                    let ticks = (u64::from(rd32(body, 4, le)) << 32) | u64::from(rd32(body, 8, le));
+                    let iface = u32::from(rd16(body, 0, le));
+                    (iface, Some(ticks), rd32(body, 12, le), rd32(body, 16, le), 20)
+                }
+                BT_IDB => {
+                    self.add_interface(bytes, &b)?;
+                    continue;
+                }
+                BT_SHB => {
+                    if body.len() < 16 {
+                        return Err(short_block(&b));
+                    }
+                    if rd32(body, 0, le) != BYTE_ORDER_MAGIC {
+                        return Err(Error::new(
+                            ErrorKind::Malformed,
+                            b.start,
+                            "the file has a section with a bad byte order magic field",
+                        ));
+                    }
+                    let major = rd16(body, 4, le);
+                    if major != 1 {
+                        return Err(Error::new(
+                            ErrorKind::Unsupported,
+                            b.start,
+                            format!("unknown pcapng savefile major version number {major}"),
+                        ));
+                    }
+                    self.ifaces.clear();
+                    continue;
+                }
+                _ => continue,
+            };
+            let Some(iface) = self.ifaces.get(interface as usize).copied() else {
+                return Err(Error::new(
+                    ErrorKind::Malformed,
+                    b.start,
+                    format!(
+                        "a packet arrived on interface {interface}, but there's no Interface Description Block for that interface"
+                    ),
+                ));
+            };
+            if caplen > iface.snapshot {
+                return Err(Error::new(
+                    ErrorKind::Malformed,
+                    b.start,
+                    format!(
+                        "invalid packet capture length {caplen}, bigger than snaplen of {}",
+                        iface.snapshot
+                    ),
+                ));
+            }
+            if caplen as usize > body.len() - fixed {
+                return Err(short_block(&b));
+            }
+            let ts = Timestamp::from_ticks(ticks.unwrap_or(0), iface.offset, iface.resol);
+            return Ok(Some(RawRecord {
+                data_start: b.body.start + fixed,
+                caplen,
+                wire_len,
+                linktype: u32::from(iface.linktype),
+                interface,
+                ts,
+                post: iface.post,
+            }));
+        }
+    }
+}
