@@ -1,0 +1,995 @@
+//! Code generation: [`Pred`] → classic BPF.
+//!
+//! # Contract
+//!
+//! The program returned by [`compile`] accepts (returns `snaplen`) exactly the
+//! packets [`sift_ir::eval::matches`] accepts, and returns 0 otherwise, both
+//! under libpcap's `bpf_filter` and in the Linux kernel (`SO_ATTACH_FILTER`):
+//!
+//! * tests run in tree order with short-circuit; within a test, every load
+//!   and division of the tree is executed exactly once (their order inside
+//!   a test is free, since any abort rejects), none is dropped or added;
+//! * an abort is the cBPF abort: an out-of-bounds load or a division by
+//!   `X == 0` makes the program return 0 at once;
+//! * where the kernel reads a load differently from libpcap, the program
+//!   avoids the difference. The kernel takes `ld [k]` with `k >= 0xfffff000`
+//!   as ancillary data and computes `X + k` as a signed 32-bit number
+//!   (negative offsets address link-layer or network headers), while libpcap
+//!   treats both as out of bounds. So a load whose last byte lies beyond
+//!   `0x7ffffffe` in every case becomes a `ret #0` (it is out of bounds for
+//!   every packet), and an indexed load whose index is not known to be small
+//!   enough gets a guard `jgt #limit` to the rejection first;
+//! * shifts by a computed count take the count modulo 32 (as the IR says):
+//!   the count gets an `and #31` unless it is known to be below 32, since
+//!   libpcap zeroes A for counts of 32 and more while the kernel masks them;
+//! * the output passes [`validate`](crate::validate::validate): forward
+//!   jumps only, at most 4096 instructions, scratch memory written before it
+//!   is read.
+//!
+//! # How it works
+//!
+//! The program is emitted **backwards**, from its last instruction to its
+//! first, into a reversed vector. A *label* is the position of an already
+//! emitted instruction; every jump goes forward, to code that already
+//! exists, so each jump's offset is known the moment it is emitted and no
+//! fix-up pass is needed.
+//!
+//! 1. The two final instructions are emitted first: `ret #snaplen` (accept)
+//!    and `ret #0` (reject).
+//! 2. `pred(p, yes, no)` emits the code of `p`, which jumps to `yes` when
+//!    `p` holds and to `no` otherwise, and returns its entry label. `and`
+//!    emits its operands last to first, each jumping to the entry of the
+//!    next one when it holds; `or` dually; `not` swaps `yes` and `no`;
+//!    `true`/`false` emit nothing and return `yes`/`no`. A test emits its
+//!    conditional jump, then, before it, the straight-line code computing its
+//!    operands into A (and X or the constant `k`).
+//! 3. `jt`/`jf` are 8 bits wide. When a target is more than 255 instructions
+//!    away, a *trampoline* goes right after the conditional jump: a copy of
+//!    the target's `ret` (as small as an `ja`, and one jump less), or an
+//!    `ja` with its 32-bit offset. Trampolines and `ret` copies are
+//!    remembered and reused by later jumps that can reach them.
+//! 4. Operands are computed into A; X receives the right operand of an
+//!    `x`-form instruction or the index of a `[x + k]` load. Nested
+//!    arithmetic that needs A and X at once spills to scratch memory used as
+//!    a stack, at most 16 deep (deeper needs are an error, like libpcap's
+//!    "too many registers"); the order of the two operands is chosen to use
+//!    the fewest slots.
+//! 5. The program starts at the entry label (what comes before it in the
+//!    vector is unreachable); unreachable instructions and `ja 0` are then
+//!    removed, the length limit is checked, and the result is validated.
+
+use crate::insn::{op, Insn};
+use crate::validate::{validate, ValidateError};
+use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value};
+use std::collections::HashMap;
+use std::fmt;
+
+/// The `snaplen` libpcap and tcpdump use by default (`ret #262144`).
+pub const DEFAULT_SNAPLEN: u32 = 262_144;
+
+/// Deepest nesting of predicates and values [`compile`] accepts.
+pub const MAX_DEPTH: usize = 1000;
+
+/// The largest offset byte a load may touch without being out of bounds on
+/// every packet, as the kernel reads offsets as signed 32-bit numbers.
+const LAST_OFFSET: u64 = 0x7fff_fffe;
+
+/// Options of [`compile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CodegenOptions {
+    /// What an accepting program returns (`ret #snaplen`): the number of
+    /// bytes to capture. 0 means [`DEFAULT_SNAPLEN`], as `tcpdump -s 0`.
+    pub snaplen: u32,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions { snaplen: DEFAULT_SNAPLEN }
+    }
+}
+
+/// Why [`compile`] failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodegenError {
+    /// An arithmetic expression needs more than the 16 scratch memory words.
+    TooManyRegisters,
+    /// The program is longer than the kernel's limit.
+    ProgramTooLarge {
+        /// The program's length.
+        len: usize,
+    },
+    /// The predicate is nested more than [`MAX_DEPTH`] levels deep.
+    TooDeep,
+    /// The generated program failed validation (a bug in the generator).
+    Invalid(ValidateError),
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CodegenError::TooManyRegisters => f.write_str(
+                "expression too complex: it needs more than the 16 scratch memory registers (too many registers)",
+            ),
+            CodegenError::ProgramTooLarge { len } => write!(
+                f,
+                "program too large ({len} instructions, the kernel's limit is {})",
+                op::MAXINSNS
+            ),
+            CodegenError::TooDeep => write!(f, "expression nested too deeply (more than {MAX_DEPTH} levels)"),
+            CodegenError::Invalid(e) => write!(f, "internal error: generated an invalid program: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+/// Compiles `pred` to a classic BPF program; see the module documentation.
+pub fn compile(pred: &Pred, opts: &CodegenOptions) -> Result<Vec<Insn>, CodegenError> {
+    let snaplen = if opts.snaplen == 0 { DEFAULT_SNAPLEN } else { opts.snaplen };
+    let mut g = Gen::default();
+    let reject = g.push_ret(0);
+    let accept = g.push_ret(snaplen);
+    g.reject = reject;
+    let entry = g.pred(pred, accept, reject, 0)?;
+    let mut prog: Vec<Insn> = g.rev[..=entry].iter().rev().copied().collect();
+    compact(&mut prog);
+    if prog.len() > op::MAXINSNS {
+        return Err(CodegenError::ProgramTooLarge { len: prog.len() });
+    }
+    validate(&prog).map_err(CodegenError::Invalid)?;
+    Ok(prog)
+}
+
+/// A position in the reversed program: the index of an emitted instruction.
+type Label = usize;
+
+/// One step of a test's straight-line code.
+#[derive(Clone, Copy, Debug)]
+enum Item {
+    Insn(Insn),
+    /// `jgt #limit` to the rejection: the index in A is too large for a
+    /// load to be in bounds, and the kernel would misread the offset.
+    Guard(u32),
+}
+
+#[derive(Default)]
+struct Gen {
+    /// The program, last instruction first.
+    rev: Vec<Insn>,
+    /// The original `ret #0`.
+    reject: Label,
+    /// The nearest (latest emitted) reusable `ret #k`, by `k`.
+    rets: HashMap<u32, Label>,
+    /// The nearest reusable `ja` to a label, by that label.
+    trampolines: HashMap<Label, Label>,
+    /// Scratch words in use (the evaluation stack's depth).
+    scratch: u32,
+}
+
+impl Gen {
+    fn push(&mut self, insn: Insn) -> Label {
+        self.rev.push(insn);
+        self.rev.len() - 1
+    }
+
+    /// Emits a `ret #k` that later jumps may reuse.
+    fn push_ret(&mut self, k: u32) -> Label {
+        let l = self.push(Insn::stmt(op::RET | op::K, k));
+        self.rets.insert(k, l);
+        l
+    }
+
+    /// The offset from the next instruction to be emitted to `target`.
+    fn dist(&self, target: Label) -> usize {
+        self.rev.len() - target - 1
+    }
+
+    /// The nearest instruction equivalent to jumping to `l`: the latest copy
+    /// of the same `ret`, or the latest trampoline to the same place.
+    fn nearest(&self, l: Label) -> Label {
+        let insn = self.rev[l];
+        if insn.code == op::RET | op::K {
+            return self.rets.get(&insn.k).map_or(l, |&r| r.max(l));
+        }
+        let dest = self.final_target(l);
+        self.trampolines.get(&dest).map_or(dest, |&t| t.max(dest))
+    }
+
+    /// Where control really goes when jumping to `l` (through an `ja`).
+    fn final_target(&self, l: Label) -> Label {
+        let insn = self.rev[l];
+        if insn.code == op::JMP | op::JA {
+            // The target of an `ja` at `l` is `k + 1` instructions further
+            // in program order, i.e. earlier in the reversed vector.
+            l - 1 - insn.k as usize
+        } else {
+            l
+        }
+    }
+
+    /// Emits a reusable trampoline to `l`, a `ret` copy or an `ja`.
+    fn trampoline(&mut self, l: Label) -> Label {
+        let insn = self.rev[l];
+        if insn.code == op::RET | op::K {
+            return self.push_ret(insn.k);
+        }
+        let dest = self.final_target(l);
+        let k = self.dist(dest) as u32; // programs stay far below 2^32 instructions
+        let t = self.push(Insn::stmt(op::JMP | op::JA, k));
+        self.trampolines.insert(dest, t);
+        t
+    }
+
+    /// Emits the conditional jump `code #k` to `yes`/`no`, with trampolines
+    /// for far targets, and returns its label.
+    fn cond(&mut self, code: u16, k: u32, yes: Label, no: Label) -> Label {
+        let mut yes = self.nearest(yes);
+        let mut no = self.nearest(no);
+        loop {
+            if self.dist(yes) > 255 {
+                yes = self.trampoline(yes);
+            } else if self.dist(no) > 255 {
+                no = self.trampoline(no);
+            } else {
+                break;
+            }
+        }
+        let (jt, jf) = (self.dist(yes) as u8, self.dist(no) as u8);
+        self.push(Insn::jump(code, k, jt, jf))
+    }
+
+    /// Emits straight-line code in front of what is already emitted and
+    /// returns the label of its first instruction.
+    fn block(&mut self, items: &[Item]) -> Label {
+        for item in items.iter().rev() {
+            match *item {
+                Item::Insn(insn) => {
+                    self.push(insn);
+                }
+                Item::Guard(limit) => {
+                    let next = self.rev.len() - 1;
+                    let mut reject = self.nearest(self.reject);
+                    if self.dist(reject) > 255 {
+                        // A private copy: the kernel's scratch-memory scan
+                        // would let the state of unrelated jumps to a shared
+                        // `ret` flow into the rest of this block.
+                        reject = self.push(Insn::stmt(op::RET | op::K, 0));
+                    }
+                    let (jt, jf) = (self.dist(reject) as u8, self.dist(next) as u8);
+                    self.push(Insn::jump(op::JMP | op::JGT | op::K, limit, jt, jf));
+                }
+            }
+        }
+        self.rev.len() - 1
+    }
+
+    /// Emits the code of `p` (jumping to `yes` if it holds, to `no` if not)
+    /// and returns its entry.
+    fn pred(&mut self, p: &Pred, yes: Label, no: Label, depth: usize) -> Result<Label, CodegenError> {
+        if depth > MAX_DEPTH {
+            return Err(CodegenError::TooDeep);
+        }
+        Ok(match p {
+            Pred::True => yes,
+            Pred::False => no,
+            Pred::Not(q) => self.pred(q, no, yes, depth + 1)?,
+            Pred::And(v) => {
+                let mut entry = yes;
+                for q in v.iter().rev() {
+                    entry = self.pred(q, entry, no, depth + 1)?;
+                }
+                entry
+            }
+            Pred::Or(v) => {
+                let mut entry = no;
+                for q in v.iter().rev() {
+                    entry = self.pred(q, yes, entry, depth + 1)?;
+                }
+                entry
+            }
+            Pred::Test(t) => self.test(t, yes, no, depth)?,
+        })
+    }
+
+    fn test(&mut self, t: &Test, yes: Label, no: Label, depth: usize) -> Result<Label, CodegenError> {
+        if !within_depth(&t.lhs, MAX_DEPTH - depth) || !within_depth(&t.rhs, MAX_DEPTH - depth) {
+            return Err(CodegenError::TooDeep);
+        }
+        if aborts(&t.lhs) || aborts(&t.rhs) {
+            return Ok(self.reject);
+        }
+        let mut items = Vec::new();
+        let (code, k, swapped) = match (fold(&t.lhs), fold(&t.rhs)) {
+            (Some(a), Some(b)) => {
+                let holds = match t.op {
+                    CmpOp::Eq => a == b,
+                    CmpOp::Gt => a > b,
+                    CmpOp::Ge => a >= b,
+                    CmpOp::Set => a & b != 0,
+                };
+                return Ok(if holds { yes } else { no });
+            }
+            (_, Some(k)) => {
+                self.value(&t.lhs, false, &mut items)?;
+                (op::K, k, false)
+            }
+            (Some(k), None) => {
+                self.value(&t.rhs, false, &mut items)?;
+                (op::K, k, true)
+            }
+            (None, None) => {
+                let swapped = self.operands(&t.lhs, &t.rhs, true, false, &mut items)?;
+                (op::X, 0, swapped)
+            }
+        };
+        // With the operands swapped (A = rhs), `l > r` is `!(A >= l)` and
+        // `l >= r` is `!(A > l)`; `==` and `&` are symmetric.
+        let (jop, yes, no) = match (t.op, swapped) {
+            (CmpOp::Eq, _) => (op::JEQ, yes, no),
+            (CmpOp::Set, _) => (op::JSET, yes, no),
+            (CmpOp::Gt, false) => (op::JGT, yes, no),
+            (CmpOp::Ge, false) => (op::JGE, yes, no),
+            (CmpOp::Gt, true) => (op::JGE, no, yes),
+            (CmpOp::Ge, true) => (op::JGT, no, yes),
+        };
+        self.cond(op::JMP | jop | code, k, yes, no);
+        Ok(self.block(&items))
+    }
+
+    /// Appends code leaving `v` in A. With `keep_x`, X must survive (the
+    /// caller only asks this for values that do not need X).
+    fn value(&mut self, v: &Value, keep_x: bool, out: &mut Vec<Item>) -> Result<(), CodegenError> {
+        let mut emit = |code: u16, k: u32| out.push(Item::Insn(Insn::stmt(code, k)));
+        if let Some(c) = fold(v) {
+            emit(op::LD | op::IMM, c);
+            return Ok(());
+        }
+        match v {
+            Value::Const(c) => emit(op::LD | op::IMM, *c),
+            Value::Len => emit(op::LD | op::W | op::LEN, 0),
+            Value::Load { size, index: None, offset } => emit(op::LD | size_code(*size) | op::ABS, *offset),
+            Value::Load { size, index: Some(i), offset } => match fold(i) {
+                // Not aborting, so the sum fits.
+                Some(c) => emit(op::LD | size_code(*size) | op::ABS, c.wrapping_add(*offset)),
+                None => {
+                    self.index_to_x(i, u64::from(*offset) + u64::from(size.bytes()), out)?;
+                    out.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, *offset)));
+                }
+            },
+            Value::Neg(a) => {
+                self.value(a, keep_x, out)?;
+                out.push(Item::Insn(Insn::stmt(op::ALU | op::NEG, 0)));
+            }
+            Value::Bin(bop, l, r) => {
+                if let (Some(at), false) = (header_len_offset(v), keep_x) {
+                    emit(op::LDX | op::B | op::MSH, at);
+                    emit(op::MISC | op::TXA, 0);
+                } else if let Some(k) = fold(r) {
+                    self.value(l, keep_x, out)?;
+                    alu_k(*bop, k, out);
+                } else if let (Some(k), true) = (fold(l), commutative(*bop)) {
+                    self.value(r, keep_x, out)?;
+                    alu_k(*bop, k, out);
+                } else {
+                    let shift = matches!(bop, BinOp::Shl | BinOp::Shr);
+                    let swapped = self.operands(l, r, commutative(*bop), shift, out)?;
+                    debug_assert!(!swapped || commutative(*bop));
+                    out.push(Item::Insn(Insn::stmt(op::ALU | alu_code(*bop) | op::X, 0)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends code leaving the index `i` of a load ending `end` bytes after
+    /// it in X, guarded if `i` may be so large the kernel would misread it.
+    fn index_to_x(&mut self, i: &Value, end: u64, out: &mut Vec<Item>) -> Result<(), CodegenError> {
+        let guarded = u64::from(max_value(i)) + end > LAST_OFFSET + 1;
+        match header_len_offset(i) {
+            Some(at) if !guarded => out.push(Item::Insn(Insn::stmt(op::LDX | op::B | op::MSH, at))),
+            _ => {
+                self.value(i, false, out)?;
+                if guarded {
+                    // `end <= LAST_OFFSET + 1`, or the load would abort.
+                    out.push(Item::Guard((LAST_OFFSET + 1 - end) as u32));
+                }
+                out.push(Item::Insn(Insn::stmt(op::MISC | op::TAX, 0)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends code leaving `l` in A and `r` in X, or (only if `swappable`)
+    /// `r` in A and `l` in X, and returns whether it swapped. `mask` asks
+    /// for `r % 32` (a shift count) instead of `r`.
+    fn operands(
+        &mut self,
+        l: &Value,
+        r: &Value,
+        swappable: bool,
+        mask: bool,
+        out: &mut Vec<Item>,
+    ) -> Result<bool, CodegenError> {
+        let plan = plan(l, r, swappable, mask).0;
+        let mask_a = |out: &mut Vec<Item>| {
+            if mask && max_value(r) >= 32 {
+                out.push(Item::Insn(Insn::stmt(op::ALU | op::AND | op::K, 31)));
+            }
+        };
+        let stmt = |code: u16, k: u32| Item::Insn(Insn::stmt(code, k));
+        Ok(match plan {
+            Plan::RhsHeaderLen(at) => {
+                self.value(l, false, out)?;
+                out.push(stmt(op::LDX | op::B | op::MSH, at));
+                false
+            }
+            Plan::LhsHeaderLen(at) => {
+                self.value(r, false, out)?;
+                out.push(stmt(op::LDX | op::B | op::MSH, at));
+                true
+            }
+            Plan::RhsViaA => {
+                self.value(r, false, out)?;
+                mask_a(out);
+                out.push(stmt(op::MISC | op::TAX, 0));
+                self.value(l, true, out)?;
+                false
+            }
+            Plan::LhsViaA => {
+                self.value(l, false, out)?;
+                out.push(stmt(op::MISC | op::TAX, 0));
+                self.value(r, true, out)?;
+                true
+            }
+            Plan::SpillRhs => {
+                self.value(r, false, out)?;
+                mask_a(out);
+                let s = self.alloc()?;
+                out.push(stmt(op::ST, s));
+                self.value(l, false, out)?;
+                out.push(stmt(op::LDX | op::MEM, s));
+                self.scratch -= 1;
+                false
+            }
+            Plan::SpillLhsSwapped => {
+                self.value(l, false, out)?;
+                let s = self.alloc()?;
+                out.push(stmt(op::ST, s));
+                self.value(r, false, out)?;
+                out.push(stmt(op::LDX | op::MEM, s));
+                self.scratch -= 1;
+                true
+            }
+            Plan::SpillLhs => {
+                self.value(l, false, out)?;
+                let s = self.alloc()?;
+                out.push(stmt(op::ST, s));
+                self.value(r, false, out)?;
+                mask_a(out);
+                out.push(stmt(op::MISC | op::TAX, 0));
+                out.push(stmt(op::LD | op::MEM, s));
+                self.scratch -= 1;
+                false
+            }
+        })
+    }
+
+    fn alloc(&mut self) -> Result<u32, CodegenError> {
+        if self.scratch >= op::MEMWORDS {
+            return Err(CodegenError::TooManyRegisters);
+        }
+        self.scratch += 1;
+        Ok(self.scratch - 1)
+    }
+}
+
+/// How to get two operands into A and X.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// `r` is an IPv4 header length: compute `l`, then `ldxb` `r`.
+    RhsHeaderLen(u32),
+    /// Swapped: compute `r`, then `ldxb` `l`.
+    LhsHeaderLen(u32),
+    /// `l` does not need X: `r`; `tax`; `l`.
+    RhsViaA,
+    /// Swapped, `r` does not need X: `l`; `tax`; `r`.
+    LhsViaA,
+    /// `r`; `st M[s]`; `l`; `ldx M[s]`.
+    SpillRhs,
+    /// Swapped: `l`; `st M[s]`; `r`; `ldx M[s]`.
+    SpillLhsSwapped,
+    /// `l`; `st M[s]`; `r`; `tax`; `ld M[s]`.
+    SpillLhs,
+}
+
+/// The plan for two operands and the scratch words it needs.
+fn plan(l: &Value, r: &Value, swappable: bool, mask: bool) -> (Plan, u32) {
+    if !mask {
+        if let Some(at) = header_len_offset(r) {
+            return (Plan::RhsHeaderLen(at), need(l));
+        }
+        if let (Some(at), true) = (header_len_offset(l), swappable) {
+            return (Plan::LhsHeaderLen(at), need(r));
+        }
+    }
+    if !needs_x(l) {
+        return (Plan::RhsViaA, need(r).max(need(l)));
+    }
+    if swappable && !needs_x(r) {
+        return (Plan::LhsViaA, need(l).max(need(r)));
+    }
+    let (nl, nr) = (need(l), need(r));
+    let rhs_first = nr.max(nl + 1);
+    let lhs_first = nl.max(nr + 1);
+    if rhs_first <= lhs_first {
+        (Plan::SpillRhs, rhs_first)
+    } else if swappable {
+        (Plan::SpillLhsSwapped, lhs_first)
+    } else {
+        (Plan::SpillLhs, lhs_first)
+    }
+}
+
+/// Scratch words needed to compute `v` into A (mirrors `Gen::value`).
+fn need(v: &Value) -> u32 {
+    if fold(v).is_some() {
+        return 0;
+    }
+    match v {
+        Value::Const(_) | Value::Len | Value::Load { index: None, .. } => 0,
+        Value::Load { index: Some(i), .. } => {
+            if fold(i).is_some() {
+                0
+            } else {
+                need(i)
+            }
+        }
+        Value::Neg(a) => need(a),
+        Value::Bin(bop, l, r) => {
+            if header_len_offset(v).is_some() {
+                0
+            } else if fold(r).is_some() {
+                need(l)
+            } else if fold(l).is_some() && commutative(*bop) {
+                need(r)
+            } else {
+                plan(l, r, commutative(*bop), matches!(bop, BinOp::Shl | BinOp::Shr)).1
+            }
+        }
+    }
+}
+
+/// Does computing `v` into A necessarily use X?
+fn needs_x(v: &Value) -> bool {
+    if fold(v).is_some() {
+        return false;
+    }
+    match v {
+        Value::Const(_) | Value::Len | Value::Load { index: None, .. } => false,
+        Value::Load { index: Some(i), .. } => fold(i).is_none(),
+        Value::Neg(a) => needs_x(a),
+        Value::Bin(bop, l, r) => {
+            if fold(r).is_some() {
+                needs_x(l)
+            } else if fold(l).is_some() && commutative(*bop) {
+                needs_x(r)
+            } else {
+                true
+            }
+        }
+    }
+}
+
+/// The offset `k` if `v` is the IPv4 header length idiom `4 * (u8[k] & 0xf)`
+/// (`ldxb 4*([k]&0xf)`).
+fn header_len_offset(v: &Value) -> Option<u32> {
+    let Value::Bin(outer, a, b) = v else { return None };
+    let times4 = match (outer, &**b) {
+        (BinOp::Shl, Value::Const(2)) | (BinOp::Mul, Value::Const(4)) => true,
+        _ => false,
+    };
+    if !times4 {
+        return None;
+    }
+    let Value::Bin(BinOp::And, x, y) = &**a else { return None };
+    let load = match (&**x, &**y) {
+        (l, Value::Const(0xf)) | (Value::Const(0xf), l) => l,
+        _ => return None,
+    };
+    match load {
+        Value::Load { size: Size::Byte, index: None, offset } if u64::from(*offset) <= LAST_OFFSET => Some(*offset),
+        _ => None,
+    }
+}
+
+/// The value of `v` if it involves no packet data and does not abort.
+fn fold(v: &Value) -> Option<u32> {
+    match v {
+        Value::Const(c) => Some(*c),
+        Value::Len | Value::Load { .. } => None,
+        Value::Neg(a) => fold(a).map(u32::wrapping_neg),
+        Value::Bin(bop, l, r) => sift_ir::eval::apply(*bop, fold(l)?, fold(r)?).ok(),
+    }
+}
+
+/// Does computing `v` abort on every packet? (A load beyond the signed
+/// 32-bit offset range, or a division by a constant 0.)
+fn aborts(v: &Value) -> bool {
+    match v {
+        Value::Const(_) | Value::Len => false,
+        Value::Load { size, index, offset } => {
+            let base = index.as_deref().map_or(Some(0), fold).unwrap_or(0);
+            let last = u64::from(base) + u64::from(*offset) + u64::from(size.bytes()) - 1;
+            last > LAST_OFFSET || index.as_deref().is_some_and(aborts)
+        }
+        Value::Neg(a) => aborts(a),
+        Value::Bin(bop, l, r) => {
+            (matches!(bop, BinOp::Div | BinOp::Mod) && fold(r) == Some(0)) || aborts(l) || aborts(r)
+        }
+    }
+}
+
+/// Is `v` nested at most `budget` levels deep?
+fn within_depth(v: &Value, budget: usize) -> bool {
+    if budget == 0 {
+        return false;
+    }
+    match v {
+        Value::Const(_) | Value::Len => true,
+        Value::Load { index, .. } => index.as_deref().is_none_or(|i| within_depth(i, budget - 1)),
+        Value::Neg(a) => within_depth(a, budget - 1),
+        Value::Bin(_, l, r) => within_depth(l, budget - 1) && within_depth(r, budget - 1),
+    }
+}
+
+/// An upper bound of `v` (when it does not abort).
+fn max_value(v: &Value) -> u32 {
+    if let Some(c) = fold(v) {
+        return c;
+    }
+    match v {
+        Value::Const(c) => *c,
+        Value::Len | Value::Neg(_) => u32::MAX,
+        Value::Load { size, .. } => match size {
+            Size::Byte => 0xff,
+            Size::Half => 0xffff,
+            Size::Word => u32::MAX,
+        },
+        Value::Bin(bop, l, r) => {
+            let (a, b) = (max_value(l), max_value(r));
+            let bits = |m: u32| if m == 0 { 0 } else { u32::MAX >> m.leading_zeros() };
+            match bop {
+                BinOp::Add => a.checked_add(b).unwrap_or(u32::MAX),
+                BinOp::Mul => a.checked_mul(b).unwrap_or(u32::MAX),
+                BinOp::Sub => u32::MAX,
+                BinOp::Div => a,
+                BinOp::Mod => a.min(b.saturating_sub(1)),
+                BinOp::And => a.min(b),
+                BinOp::Or | BinOp::Xor => bits(a.max(b)),
+                BinOp::Shl => match fold(r) {
+                    Some(k) => u32::try_from(u64::from(a) << (k & 31)).unwrap_or(u32::MAX),
+                    None => u32::MAX,
+                },
+                BinOp::Shr => match fold(r) {
+                    Some(k) => a >> (k & 31),
+                    None => a,
+                },
+            }
+        }
+    }
+}
+
+fn commutative(bop: BinOp) -> bool {
+    matches!(bop, BinOp::Add | BinOp::Mul | BinOp::And | BinOp::Or | BinOp::Xor)
+}
+
+fn size_code(size: Size) -> u16 {
+    match size {
+        Size::Byte => op::B,
+        Size::Half => op::H,
+        Size::Word => op::W,
+    }
+}
+
+fn alu_code(bop: BinOp) -> u16 {
+    match bop {
+        BinOp::Add => op::ADD,
+        BinOp::Sub => op::SUB,
+        BinOp::Mul => op::MUL,
+        BinOp::Div => op::DIV,
+        BinOp::Mod => op::MOD,
+        BinOp::And => op::AND,
+        BinOp::Or => op::OR,
+        BinOp::Xor => op::XOR,
+        BinOp::Shl => op::LSH,
+        BinOp::Shr => op::RSH,
+    }
+}
+
+/// Appends `A = A op k`, leaving out operations that change nothing. `k` is
+/// not 0 for a division (such tests abort and are never compiled).
+fn alu_k(bop: BinOp, k: u32, out: &mut Vec<Item>) {
+    let k = if matches!(bop, BinOp::Shl | BinOp::Shr) { k & 31 } else { k };
+    let identity = match bop {
+        BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => k == 0,
+        BinOp::Mul | BinOp::Div => k == 1,
+        BinOp::And => k == u32::MAX,
+        BinOp::Mod => false,
+    };
+    if !identity {
+        out.push(Item::Insn(Insn::stmt(op::ALU | alu_code(bop) | op::K, k)));
+    }
+}
+
+/// Removes unreachable instructions and `ja 0`, fixing jump offsets, until
+/// nothing changes. Jumps are forward, so offsets only shrink.
+fn compact(prog: &mut Vec<Insn>) {
+    loop {
+        let n = prog.len();
+        let mut live = vec![false; n];
+        if let Some(first) = live.first_mut() {
+            *first = true;
+        }
+        for pc in 0..n {
+            if !live[pc] {
+                continue;
+            }
+            for t in successors(pc, prog[pc]) {
+                if let Some(l) = live.get_mut(t) {
+                    *l = true;
+                }
+            }
+        }
+        let keep: Vec<bool> = (0..n).map(|pc| live[pc] && prog[pc] != Insn::stmt(op::JMP | op::JA, 0)).collect();
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        // new_index[pc]: how many kept instructions come before pc; a jump
+        // to a removed instruction lands on the next kept one.
+        let mut new_index = Vec::with_capacity(n + 1);
+        let mut count = 0usize;
+        for &k in &keep {
+            new_index.push(count);
+            count += usize::from(k);
+        }
+        new_index.push(count);
+        let mut out = Vec::with_capacity(count);
+        for pc in 0..n {
+            if !keep[pc] {
+                continue;
+            }
+            let mut insn = prog[pc];
+            let rel = |off: usize| new_index[(pc + 1 + off).min(n)] - new_index[pc] - 1;
+            if insn.code == op::JMP | op::JA {
+                insn.k = rel(insn.k as usize) as u32;
+            } else if insn.code & 0x07 == op::JMP {
+                insn.jt = rel(usize::from(insn.jt)) as u8;
+                insn.jf = rel(usize::from(insn.jf)) as u8;
+            }
+            out.push(insn);
+        }
+        *prog = out;
+    }
+}
+
+/// Where control may go after the instruction at `pc`.
+fn successors(pc: usize, insn: Insn) -> Vec<usize> {
+    let class = insn.code & 0x07;
+    if class == op::RET {
+        vec![]
+    } else if insn.code == op::JMP | op::JA {
+        vec![pc + 1 + insn.k as usize]
+    } else if class == op::JMP {
+        vec![pc + 1 + usize::from(insn.jt), pc + 1 + usize::from(insn.jf)]
+    } else {
+        vec![pc + 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::dump_d;
+    use sift_ir::eval::PacketView;
+
+    fn ld(size: Size, off: u32) -> Value {
+        Value::load(size, off)
+    }
+    fn compile_default(p: &Pred) -> Vec<Insn> {
+        compile(p, &CodegenOptions::default()).unwrap()
+    }
+    fn d(p: &Pred) -> String {
+        dump_d(&compile_default(p))
+    }
+
+    #[test]
+    fn constants() {
+        assert_eq!(d(&Pred::True), "(000) ret      #262144\n");
+        assert_eq!(d(&Pred::False), "(000) ret      #0\n");
+        assert_eq!(d(&Pred::True.not()), "(000) ret      #0\n");
+        assert_eq!(d(&Pred::eq(Value::Const(3), 3)), "(000) ret      #262144\n");
+        let p = compile(&Pred::True, &CodegenOptions { snaplen: 96 }).unwrap();
+        assert_eq!(p, vec![Insn::stmt(op::RET | op::K, 96)]);
+        let p = compile(&Pred::True, &CodegenOptions { snaplen: 0 }).unwrap();
+        assert_eq!(p, vec![Insn::stmt(op::RET | op::K, DEFAULT_SNAPLEN)]);
+    }
+
+    #[test]
+    fn simple_test_and_or() {
+        let ip = Pred::eq(ld(Size::Half, 12), 0x800);
+        let udp = Pred::eq(ld(Size::Byte, 23), 17);
+        assert_eq!(
+            d(&ip.clone().and(udp.clone())),
+            "(000) ldh      [12]\n\
+             (001) jeq      #0x800           jt 2\tjf 5\n\
+             (002) ldb      [23]\n\
+             (003) jeq      #0x11            jt 4\tjf 5\n\
+             (004) ret      #262144\n\
+             (005) ret      #0\n"
+        );
+        assert_eq!(
+            d(&ip.clone().or(udp.clone()).not()),
+            "(000) ldh      [12]\n\
+             (001) jeq      #0x800           jt 5\tjf 2\n\
+             (002) ldb      [23]\n\
+             (003) jeq      #0x11            jt 5\tjf 4\n\
+             (004) ret      #262144\n\
+             (005) ret      #0\n"
+        );
+    }
+
+    #[test]
+    fn comparison_forms() {
+        let t = |lhs, op, rhs| d(&Pred::test(lhs, op, rhs));
+        assert!(t(Value::Len, CmpOp::Ge, Value::Const(100)).starts_with("(000) ld       #pktlen\n(001) jge      #0x64 "));
+        assert!(t(ld(Size::Byte, 0), CmpOp::Set, Value::Const(1)).contains("jset     #0x1 "));
+        // Constant on the left: `5 > A` is `!(A >= 5)`.
+        assert_eq!(
+            t(Value::Const(5), CmpOp::Gt, ld(Size::Byte, 0)),
+            "(000) ldb      [0]\n(001) jge      #0x5             jt 3\tjf 2\n(002) ret      #262144\n(003) ret      #0\n"
+        );
+        // Two loads: X form.
+        assert_eq!(
+            t(ld(Size::Byte, 0), CmpOp::Gt, ld(Size::Byte, 1)),
+            "(000) ldb      [1]\n(001) tax      \n(002) ldb      [0]\n(003) jgt      x                jt 4\tjf 5\n\
+             (004) ret      #262144\n(005) ret      #0\n"
+        );
+    }
+
+    #[test]
+    fn header_length_idiom_and_indexed_loads() {
+        // tcp[13] & 2 != 0, IPv4 at 14.
+        let tcp13 = Value::load_indexed(Size::Byte, Value::ipv4_header_len(14), 14 + 13);
+        let p = Pred::test(tcp13, CmpOp::Set, Value::Const(2));
+        assert_eq!(
+            d(&p),
+            "(000) ldxb     4*([14]&0xf)\n(001) ldb      [x + 27]\n(002) jset     #0x2             jt 3\tjf 4\n\
+             (003) ret      #262144\n(004) ret      #0\n"
+        );
+        // A byte index needs no guard; a word index does.
+        let small = Value::load_indexed(Size::Half, ld(Size::Byte, 0), 10);
+        assert!(!d(&Pred::eq(small, 1)).contains("jgt"));
+        let big = Value::load_indexed(Size::Half, ld(Size::Word, 0), 10);
+        assert_eq!(
+            d(&Pred::eq(big, 1)),
+            "(000) ld       [0]\n(001) jgt      #0x7ffffff3      jt 6\tjf 2\n(002) tax      \n(003) ldh      [x + 10]\n\
+             (004) jeq      #0x1             jt 5\tjf 6\n(005) ret      #262144\n(006) ret      #0\n"
+        );
+        // A constant index folds into the offset.
+        let c = Value::load_indexed(Size::Byte, Value::Const(4), 10);
+        assert!(d(&Pred::eq(c, 1)).starts_with("(000) ldb      [14]\n"));
+    }
+
+    #[test]
+    fn definite_aborts_become_ret_0() {
+        let far = Pred::eq(ld(Size::Word, 0x7fff_fffc), 1);
+        assert_eq!(d(&far), "(000) ret      #0\n");
+        let near = Pred::eq(ld(Size::Word, 0x7fff_fffb), 1);
+        assert!(d(&near).starts_with("(000) ld       [2147483643]\n"));
+        let anc = Pred::eq(ld(Size::Half, 0xffff_f004), 1);
+        assert_eq!(d(&anc), "(000) ret      #0\n");
+        let div0 = Pred::eq(ld(Size::Byte, 0).bin(BinOp::Div, Value::Const(0)), 1);
+        assert_eq!(d(&div0), "(000) ret      #0\n");
+        // Under `not` and after a test that can accept first.
+        let p = Pred::eq(ld(Size::Byte, 0), 1).or(div0.not());
+        assert_eq!(
+            d(&p),
+            "(000) ldb      [0]\n(001) jeq      #0x1             jt 2\tjf 3\n(002) ret      #262144\n(003) ret      #0\n"
+        );
+    }
+
+    #[test]
+    fn computed_shift_counts_are_masked() {
+        let p = Pred::eq(ld(Size::Byte, 0).bin(BinOp::Shl, ld(Size::Byte, 1)), 0);
+        let text = d(&p);
+        assert!(text.contains("and      #0x1f"), "{text}");
+        let p = Pred::eq(ld(Size::Byte, 0).bin(BinOp::Shl, ld(Size::Byte, 1).bin(BinOp::And, Value::Const(7))), 0);
+        assert!(!d(&p).contains("#0x1f"));
+        // Constant counts are reduced.
+        let p = Pred::eq(ld(Size::Byte, 0).bin(BinOp::Shl, Value::Const(33)), 0);
+        assert!(d(&p).contains("lsh      #1\n"));
+    }
+
+    #[test]
+    fn scratch_memory_spills() {
+        // (u8[0] + u8[x+1]) - (u8[2] * u8[x+3]): both sides need X.
+        let ix = |o| Value::load_indexed(Size::Byte, ld(Size::Byte, 9), o);
+        let l = ld(Size::Byte, 0).bin(BinOp::Sub, ix(1));
+        let r = ld(Size::Byte, 2).bin(BinOp::Sub, ix(3));
+        let p = Pred::test(l, CmpOp::Gt, r);
+        let prog = compile_default(&p);
+        let text = dump_d(&prog);
+        assert!(text.contains("st       M[0]") && text.contains("M[0]"), "{text}");
+        for data in [&[1u8, 2, 3, 4, 5, 6, 7, 8, 9, 0][..], &[9, 0, 0, 0, 0, 0, 0, 0, 0, 1], &[1, 2]] {
+            let want = sift_ir::matches(&p, PacketView { data, wire_len: 60 });
+            assert_eq!(crate::interp::run(&prog, data, 60) != 0, want);
+        }
+    }
+
+    #[test]
+    fn too_many_registers() {
+        // A balanced tree of subtractions whose leaves all need X needs one
+        // more scratch word per level.
+        fn tree(depth: u32, next: &mut u32) -> Value {
+            if depth == 0 {
+                *next += 1;
+                return Value::load_indexed(Size::Byte, Value::load(Size::Byte, 0), *next);
+            }
+            let l = tree(depth - 1, next);
+            let r = tree(depth - 1, next);
+            l.bin(BinOp::Sub, r)
+        }
+        let fits = Pred::eq(tree(16, &mut 0), 0);
+        assert!(matches!(compile(&fits, &CodegenOptions::default()), Err(CodegenError::ProgramTooLarge { .. })));
+        let p = Pred::eq(tree(17, &mut 0), 0);
+        assert_eq!(compile(&p, &CodegenOptions::default()), Err(CodegenError::TooManyRegisters));
+        assert!(CodegenError::TooManyRegisters.to_string().contains("too many registers"));
+    }
+
+    #[test]
+    fn too_large() {
+        let tests: Vec<Pred> = (0..2100).map(|i| Pred::eq(ld(Size::Word, i), i)).collect();
+        let err = compile(&Pred::Or(tests), &CodegenOptions::default()).unwrap_err();
+        let CodegenError::ProgramTooLarge { len } = err else { panic!("{err:?}") };
+        assert!(len > 4200);
+        assert_eq!(err.to_string(), format!("program too large ({len} instructions, the kernel's limit is 4096)"));
+    }
+
+    #[test]
+    fn long_branches_use_trampolines() {
+        // 300 alternatives, each true → accept far away.
+        let tests: Vec<Pred> = (0..300).map(|i| Pred::eq(ld(Size::Byte, i), i)).collect();
+        let p = Pred::Or(tests).and(Pred::eq(ld(Size::Byte, 0), 7));
+        let prog = compile_default(&p);
+        validate(&prog).unwrap();
+        let mut data = vec![0u8; 400];
+        data[200] = 200;
+        for (first, want) in [(7u8, true), (8, false)] {
+            data[0] = first;
+            let expect = sift_ir::matches(&p, PacketView { data: &data, wire_len: 400 });
+            assert_eq!(expect, want);
+            assert_eq!(crate::interp::run(&prog, &data, 400) != 0, want);
+        }
+    }
+
+    #[test]
+    fn too_deep() {
+        let mut p = Pred::True;
+        for _ in 0..MAX_DEPTH + 5 {
+            p = p.not();
+        }
+        assert_eq!(compile(&p, &CodegenOptions::default()), Err(CodegenError::TooDeep));
+    }
+
+    #[test]
+    fn compact_removes_dead_code_and_ja_0() {
+        let mut p = vec![
+            Insn::jump(op::JMP | op::JEQ | op::K, 1, 1, 2),
+            Insn::stmt(op::RET | op::K, 9), // unreachable
+            Insn::stmt(op::JMP | op::JA, 0),
+            Insn::stmt(op::RET | op::K, 1),
+        ];
+        compact(&mut p);
+        assert_eq!(p, vec![Insn::jump(op::JMP | op::JEQ | op::K, 1, 0, 0), Insn::stmt(op::RET | op::K, 1)]);
+    }
+}

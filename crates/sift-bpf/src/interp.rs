@@ -1,0 +1,372 @@
+//! A classic BPF interpreter with libpcap 1.10.3 `bpf_filter()` semantics.
+//!
+//! [`Program::new`] checks a program once and decodes it into a compact
+//! internal form (absolute jump targets, constant divisions by zero turned
+//! into rejections, shift counts pre-masked); [`Program::run`] then runs it
+//! on packets without any per-instruction decoding. [`run`] does both.
+//!
+//! # Semantics (libpcap 1.10.3, measured on the installed library)
+//!
+//! * A load is in bounds iff `offset + size <= caplen` in exact arithmetic;
+//!   for `[x + k]` the offset is `X + k` without 32-bit wrap-around. An
+//!   out-of-bounds load (including `ldxb 4*([k]&0xf)`) rejects the packet:
+//!   `run` returns 0.
+//! * Offsets at and above `SKF_AD_OFF` (0xfffff000) are ordinary offsets,
+//!   so out of bounds: libpcap's offline filter has no ancillary data.
+//! * `div x` / `mod x` with `X == 0` return 0.
+//! * `lsh x` / `rsh x` with `X >= 32` set A to 0 (1.10.3 checks `X < 32`).
+//! * `lsh #k` / `rsh #k` shift by `k % 32`: 1.10.3 shifts by the raw `k`,
+//!   undefined in C, and x86 masks the count (measured: `lsh #33` = `lsh #1`).
+//!   The kernel refuses such programs.
+//! * `div #0` / `mod #0` return 0 (1.10.3 crashes with SIGFPE; the kernel
+//!   refuses such programs).
+//! * Scratch memory starts zeroed (1.10.3 leaves it uninitialized; the
+//!   kernel refuses programs that read it before writing it).
+//! * `ja` takes its offset as signed, as libpcap does for `ip6 protochain`
+//!   loops. After 64 backward jumps a run gives up and returns 0 (the bound
+//!   of later libpcap releases; 1.10.3 has none, and its `protochain` code can
+//!   loop forever on a crafted packet).
+//! * Running past the last instruction returns 0.
+
+use crate::insn::{op, Insn};
+use crate::validate::{ValidateError, ValidateErrorKind};
+use std::num::NonZeroU32;
+
+/// The longest program [`Program::new`] accepts. libpcap's unoptimized
+/// output for big expressions can exceed the kernel's 4096 instructions.
+pub const MAX_PROGRAM_LEN: usize = 1 << 24;
+
+/// How many backward jumps one run may take before giving up.
+pub const MAX_BACKWARD_JUMPS: u32 = 64;
+
+/// A decoded instruction. Jump targets are absolute indexes into the decoded
+/// program, which has the same numbering as the original one plus a final
+/// `ret #0` sentinel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    LdAbsW(u32),
+    LdAbsH(u32),
+    LdAbsB(u32),
+    LdIndW(u32),
+    LdIndH(u32),
+    LdIndB(u32),
+    LdLen,
+    LdxLen,
+    LdImm(u32),
+    LdxImm(u32),
+    LdxMsh(u32),
+    LdMem(u8),
+    LdxMem(u8),
+    St(u8),
+    Stx(u8),
+    AddK(u32),
+    SubK(u32),
+    MulK(u32),
+    DivK(NonZeroU32),
+    ModK(NonZeroU32),
+    AndK(u32),
+    OrK(u32),
+    XorK(u32),
+    LshK(u32),
+    RshK(u32),
+    AddX,
+    SubX,
+    MulX,
+    DivX,
+    ModX,
+    AndX,
+    OrX,
+    XorX,
+    LshX,
+    RshX,
+    Neg,
+    Tax,
+    Txa,
+    Ja(u32),
+    JaBack(u32),
+    JeqK { k: u32, t: u32, f: u32 },
+    JgtK { k: u32, t: u32, f: u32 },
+    JgeK { k: u32, t: u32, f: u32 },
+    JsetK { k: u32, t: u32, f: u32 },
+    JeqX { t: u32, f: u32 },
+    JgtX { t: u32, f: u32 },
+    JgeX { t: u32, f: u32 },
+    JsetX { t: u32, f: u32 },
+    RetK(u32),
+    RetA,
+}
+
+/// A checked, decoded classic BPF program, ready to run on packets.
+#[derive(Clone, Debug)]
+pub struct Program {
+    ops: Box<[Op]>,
+}
+
+impl Program {
+    /// Checks and decodes `prog`. Accepted: 1 to [`MAX_PROGRAM_LEN`]
+    /// instructions, every opcode known (the 49 of
+    /// [`KNOWN_OPCODES`](crate::validate::KNOWN_OPCODES)), scratch indexes
+    /// below 16, and every jump target inside the program (`ja` may jump
+    /// backward). This is weaker than [`validate`](crate::validate::validate):
+    /// it accepts programs libpcap runs but the kernel refuses.
+    pub fn new(prog: &[Insn]) -> Result<Program, ValidateError> {
+        let len = prog.len();
+        if len == 0 {
+            return Err(ValidateError::program(ValidateErrorKind::Empty));
+        }
+        if len > MAX_PROGRAM_LEN {
+            return Err(ValidateError::program(ValidateErrorKind::TooLong { len, max: MAX_PROGRAM_LEN }));
+        }
+        let mut ops = Vec::with_capacity(len + 1);
+        for (pc, &insn) in prog.iter().enumerate() {
+            ops.push(decode(pc, insn, len)?);
+        }
+        ops.push(Op::RetK(0));
+        Ok(Program { ops: ops.into_boxed_slice() })
+    }
+
+    /// The number of instructions (as given to [`Program::new`]).
+    pub fn len(&self) -> usize {
+        self.ops.len() - 1
+    }
+
+    /// Always false: a program has at least one instruction.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Runs the program on a packet: `data` holds the captured bytes,
+    /// `wire_len` is the original length (`len`, `ld #pktlen`). Returns what
+    /// the program returns; 0 means "reject".
+    pub fn run(&self, data: &[u8], wire_len: u32) -> u32 {
+        let ops = &self.ops[..];
+        let mut a: u32 = 0;
+        let mut x: u32 = 0;
+        let mut mem = [0u32; 16];
+        let mut backward = 0u32;
+        let mut pc: usize = 0;
+        macro_rules! load {
+            ($e:expr) => {
+                match $e {
+                    Some(v) => a = v,
+                    None => return 0,
+                }
+            };
+        }
+        macro_rules! branch {
+            ($cond:expr, $t:expr, $f:expr) => {
+                pc = if $cond { $t } else { $f } as usize
+            };
+        }
+        loop {
+            let Some(&insn) = ops.get(pc) else { return 0 };
+            pc += 1;
+            match insn {
+                Op::LdAbsW(k) => load!(word(data, k as usize)),
+                Op::LdAbsH(k) => load!(half(data, k as usize)),
+                Op::LdAbsB(k) => load!(data.get(k as usize).map(|&b| u32::from(b))),
+                Op::LdIndW(k) => load!(indexed(x, k).and_then(|at| word(data, at))),
+                Op::LdIndH(k) => load!(indexed(x, k).and_then(|at| half(data, at))),
+                Op::LdIndB(k) => load!(indexed(x, k).and_then(|at| data.get(at)).map(|&b| u32::from(b))),
+                Op::LdLen => a = wire_len,
+                Op::LdxLen => x = wire_len,
+                Op::LdImm(k) => a = k,
+                Op::LdxImm(k) => x = k,
+                Op::LdxMsh(k) => match data.get(k as usize) {
+                    Some(&b) => x = u32::from(b & 0xf) << 2,
+                    None => return 0,
+                },
+                Op::LdMem(i) => a = mem[usize::from(i & 15)],
+                Op::LdxMem(i) => x = mem[usize::from(i & 15)],
+                Op::St(i) => mem[usize::from(i & 15)] = a,
+                Op::Stx(i) => mem[usize::from(i & 15)] = x,
+                Op::AddK(k) => a = a.wrapping_add(k),
+                Op::SubK(k) => a = a.wrapping_sub(k),
+                Op::MulK(k) => a = a.wrapping_mul(k),
+                Op::DivK(k) => a /= k,
+                Op::ModK(k) => a %= k,
+                Op::AndK(k) => a &= k,
+                Op::OrK(k) => a |= k,
+                Op::XorK(k) => a ^= k,
+                Op::LshK(k) => a = a.wrapping_shl(k),
+                Op::RshK(k) => a = a.wrapping_shr(k),
+                Op::AddX => a = a.wrapping_add(x),
+                Op::SubX => a = a.wrapping_sub(x),
+                Op::MulX => a = a.wrapping_mul(x),
+                Op::DivX => match NonZeroU32::new(x) {
+                    Some(d) => a /= d,
+                    None => return 0,
+                },
+                Op::ModX => match NonZeroU32::new(x) {
+                    Some(d) => a %= d,
+                    None => return 0,
+                },
+                Op::AndX => a &= x,
+                Op::OrX => a |= x,
+                Op::XorX => a ^= x,
+                Op::LshX => a = a.checked_shl(x).unwrap_or(0),
+                Op::RshX => a = a.checked_shr(x).unwrap_or(0),
+                Op::Neg => a = a.wrapping_neg(),
+                Op::Tax => x = a,
+                Op::Txa => a = x,
+                Op::Ja(t) => pc = t as usize,
+                Op::JaBack(t) => {
+                    backward += 1;
+                    if backward > MAX_BACKWARD_JUMPS {
+                        return 0;
+                    }
+                    pc = t as usize;
+                }
+                Op::JeqK { k, t, f } => branch!(a == k, t, f),
+                Op::JgtK { k, t, f } => branch!(a > k, t, f),
+                Op::JgeK { k, t, f } => branch!(a >= k, t, f),
+                Op::JsetK { k, t, f } => branch!(a & k != 0, t, f),
+                Op::JeqX { t, f } => branch!(a == x, t, f),
+                Op::JgtX { t, f } => branch!(a > x, t, f),
+                Op::JgeX { t, f } => branch!(a >= x, t, f),
+                Op::JsetX { t, f } => branch!(a & x != 0, t, f),
+                Op::RetK(k) => return k,
+                Op::RetA => return a,
+            }
+        }
+    }
+}
+
+/// Runs `prog` on one packet (see [`Program::run`]). A program that
+/// [`Program::new`] refuses rejects every packet (returns 0).
+pub fn run(prog: &[Insn], data: &[u8], wire_len: u32) -> u32 {
+    match Program::new(prog) {
+        Ok(p) => p.run(data, wire_len),
+        Err(_) => 0,
+    }
+}
+
+/// `X + k` as a byte offset, without wrap-around.
+#[inline(always)]
+fn indexed(x: u32, k: u32) -> Option<usize> {
+    (x as usize).checked_add(k as usize)
+}
+
+#[inline(always)]
+fn word(data: &[u8], at: usize) -> Option<u32> {
+    data.get(at..)?.first_chunk::<4>().map(|b| u32::from_be_bytes(*b))
+}
+
+#[inline(always)]
+fn half(data: &[u8], at: usize) -> Option<u32> {
+    data.get(at..)?.first_chunk::<2>().map(|b| u32::from(u16::from_be_bytes(*b)))
+}
+
+/// Decodes one instruction of a program of `len` instructions.
+fn decode(pc: usize, insn: Insn, len: usize) -> Result<Op, ValidateError> {
+    use op::*;
+    let fail = |kind| Err(ValidateError::at(pc, insn, kind));
+    let k = insn.k;
+    let scratch = |k: u32| -> Result<u8, ValidateError> {
+        if k < MEMWORDS {
+            Ok(k as u8)
+        } else {
+            Err(ValidateError::at(pc, insn, ValidateErrorKind::BadScratchIndex))
+        }
+    };
+    // Conditional jump targets; in range iff below `len`.
+    let targets = || -> Result<(u32, u32), ValidateError> {
+        let t = pc + 1 + usize::from(insn.jt);
+        let f = pc + 1 + usize::from(insn.jf);
+        for target in [t, f] {
+            if target >= len {
+                return Err(ValidateError::at(pc, insn, ValidateErrorKind::JumpOutOfRange { target: target as i64 }));
+            }
+        }
+        // len <= MAX_PROGRAM_LEN, so the targets fit in u32.
+        Ok((t as u32, f as u32))
+    };
+    let c = insn.code;
+    Ok(match c {
+        _ if c == LD | W | ABS => Op::LdAbsW(k),
+        _ if c == LD | H | ABS => Op::LdAbsH(k),
+        _ if c == LD | B | ABS => Op::LdAbsB(k),
+        _ if c == LD | W | IND => Op::LdIndW(k),
+        _ if c == LD | H | IND => Op::LdIndH(k),
+        _ if c == LD | B | IND => Op::LdIndB(k),
+        _ if c == LD | W | LEN => Op::LdLen,
+        _ if c == LDX | W | LEN => Op::LdxLen,
+        _ if c == LD | IMM => Op::LdImm(k),
+        _ if c == LDX | IMM => Op::LdxImm(k),
+        _ if c == LDX | B | MSH => Op::LdxMsh(k),
+        _ if c == LD | MEM => Op::LdMem(scratch(k)?),
+        _ if c == LDX | MEM => Op::LdxMem(scratch(k)?),
+        _ if c == ST => Op::St(scratch(k)?),
+        _ if c == STX => Op::Stx(scratch(k)?),
+        _ if c == ALU | ADD | K => Op::AddK(k),
+        _ if c == ALU | SUB | K => Op::SubK(k),
+        _ if c == ALU | MUL | K => Op::MulK(k),
+        _ if c == ALU | DIV | K => NonZeroU32::new(k).map_or(Op::RetK(0), Op::DivK),
+        _ if c == ALU | MOD | K => NonZeroU32::new(k).map_or(Op::RetK(0), Op::ModK),
+        _ if c == ALU | AND | K => Op::AndK(k),
+        _ if c == ALU | OR | K => Op::OrK(k),
+        _ if c == ALU | XOR | K => Op::XorK(k),
+        _ if c == ALU | LSH | K => Op::LshK(k & 31),
+        _ if c == ALU | RSH | K => Op::RshK(k & 31),
+        _ if c == ALU | ADD | X => Op::AddX,
+        _ if c == ALU | SUB | X => Op::SubX,
+        _ if c == ALU | MUL | X => Op::MulX,
+        _ if c == ALU | DIV | X => Op::DivX,
+        _ if c == ALU | MOD | X => Op::ModX,
+        _ if c == ALU | AND | X => Op::AndX,
+        _ if c == ALU | OR | X => Op::OrX,
+        _ if c == ALU | XOR | X => Op::XorX,
+        _ if c == ALU | LSH | X => Op::LshX,
+        _ if c == ALU | RSH | X => Op::RshX,
+        _ if c == ALU | NEG => Op::Neg,
+        _ if c == MISC | TAX => Op::Tax,
+        _ if c == MISC | TXA => Op::Txa,
+        _ if c == RET | K => Op::RetK(k),
+        _ if c == RET | A => Op::RetA,
+        _ if c == JMP | JA => {
+            // Signed offset, as libpcap reads it.
+            let target = pc as i64 + 1 + i64::from(k as i32);
+            if target < 0 || target >= len as i64 {
+                return fail(ValidateErrorKind::JumpOutOfRange { target });
+            }
+            if target <= pc as i64 {
+                Op::JaBack(target as u32)
+            } else {
+                Op::Ja(target as u32)
+            }
+        }
+        _ if c == JMP | JEQ | K => {
+            let (t, f) = targets()?;
+            Op::JeqK { k, t, f }
+        }
+        _ if c == JMP | JGT | K => {
+            let (t, f) = targets()?;
+            Op::JgtK { k, t, f }
+        }
+        _ if c == JMP | JGE | K => {
+            let (t, f) = targets()?;
+            Op::JgeK { k, t, f }
+        }
+        _ if c == JMP | JSET | K => {
+            let (t, f) = targets()?;
+            Op::JsetK { k, t, f }
+        }
+        _ if c == JMP | JEQ | X => {
+            let (t, f) = targets()?;
+            Op::JeqX { t, f }
+        }
+        _ if c == JMP | JGT | X => {
+            let (t, f) = targets()?;
+            Op::JgtX { t, f }
+        }
+        _ if c == JMP | JGE | X => {
+            let (t, f) = targets()?;
+            Op::JgeX { t, f }
+        }
+        _ if c == JMP | JSET | X => {
+            let (t, f) = targets()?;
+            Op::JsetX { t, f }
+        }
+        _ => return fail(ValidateErrorKind::UnknownOpcode),
+    })
+}
