@@ -1,10 +1,46 @@
-//! Lowering: AST → [`Pred`](crate::Pred), per link type, reproducing libpcap
-//! 1.10.3's unoptimized code generation (evaluation order and loads).
+//! Lowering: AST → [`Pred`], per link type, reproducing libpcap 1.10.3's
+//! unoptimized code generation (`gencode.c`): the same tests, in the same
+//! order, with the same loads per test.
+//!
+//! Why the shape matters: an out-of-bounds load (or a division by zero)
+//! aborts the whole filter, even under `not` or on the left of an `or`. Two
+//! programs that compute the same boolean function on complete packets can
+//! therefore disagree on truncated ones unless they perform the same loads in
+//! the same order. Every generator below mirrors one libpcap generator:
+//!
+//! | libpcap                    | here                                   |
+//! |----------------------------|----------------------------------------|
+//! | `gen_and(b0, b1)`          | `b0.and(b1)` (`b0` evaluated first)    |
+//! | `gen_or(b0, b1)`           | `b0.or(b1)`                            |
+//! | `gen_not(b)`               | `b.not()`                              |
+//! | a block (statements + jump)| one [`Test`](crate::Test) whose values hold all the loads |
+//! | `gen_true` / `gen_false`   | [`Pred::True`] / [`Pred::False`]       |
+//!
+//! The lowering state ([`Lowerer`]) carries the link-layer description
+//! ([`link::LinkLayer`]: the offsets libpcap's compiler state tracks) and is
+//! threaded through the expression left to right, because encapsulation
+//! primitives (`vlan`, `mpls`, `pppoes`; not supported yet) change the
+//! offsets for everything parsed after them.
+//!
+//! Files, by concern:
+//! - `link.rs`: link-layer offsets, loads relative to a header, comparison
+//!   helpers (`gen_cmp` family, `gen_bcmp`), link-type tests (`gen_linktype`);
+//! - `host.rs`: `host`/`net` (IPv4, IPv6, MAC, names), `broadcast`, `multicast`;
+//! - `port.rs`: `port` and `portrange`;
+//! - `proto.rs`: `proto`, `ether proto`, protocol abbreviations (`tcp`, `ip6`);
+//! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`.
+
+mod arith;
+mod host;
+mod link;
+mod port;
+mod proto;
 
 use crate::linktype::LinkType;
 use crate::pred::Pred;
-use sift_syntax::ast::Filter;
-use sift_syntax::Error;
+use link::LinkLayer;
+use sift_syntax::ast::{AddrQual, DirQual, Expr, Filter, Id, Primitive, ProtoQual, Qual};
+use sift_syntax::{Error, Span};
 
 /// What lowering needs besides the expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,17 +49,383 @@ pub struct LowerOptions {
     pub linktype: LinkType,
     /// The IPv4 netmask for `ip broadcast` (`None`: unknown, and
     /// `ip broadcast` is an error, as `PCAP_NETMASK_UNKNOWN` in libpcap).
+    /// `tcpdump -d` without an interface uses `Some(0)`.
     pub netmask: Option<u32>,
+    /// The packets come from a savefile written on a host whose byte order
+    /// is the opposite of this one's. DLT_NULL stores its address family in
+    /// the writer's byte order; libpcap byte-swaps the value it compares
+    /// with in that case, and so does sift. Default `false` (same order, or
+    /// a live capture).
+    pub swapped: bool,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { linktype: LinkType::EN10MB, netmask: None }
+        LowerOptions { linktype: LinkType::EN10MB, netmask: None, swapped: false }
     }
 }
 
 /// Lowers a parsed filter to a predicate. The empty filter is [`Pred::True`].
+///
+/// Errors carry the span of the primitive (or arithmetic operation) that
+/// libpcap would reject, with a message close to libpcap's. Primitives and
+/// link types that sift does not support yet are errors of the form
+/// `'vlan' is not supported yet by sift`.
 pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
-    let _ = (filter, opts);
-    Err(Error::new("lowering not implemented yet", sift_syntax::Span::default()))
+    let Some(expr) = &filter.expr else {
+        return Ok(Pred::True);
+    };
+    let whole = Span::new(0, u32::try_from(filter.source.len()).unwrap_or(u32::MAX));
+    let Some(link) = LinkLayer::for_linktype(opts.linktype) else {
+        return Err(Error::new(
+            format!("link-layer type {} is not supported yet by sift", opts.linktype),
+            whole,
+        ));
+    };
+    let mut cx = Lowerer { opts, link, span: whole, depth: 0 };
+    cx.expr(expr)
 }
+
+/// How deeply expressions may nest (boolean operators whose operands are
+/// not simple chains, arithmetic, `not`). libpcap's parser has a similar
+/// limit (bison's stack); the bound keeps the recursive passes over the
+/// tree, here and in every engine, far from stack exhaustion.
+pub const MAX_DEPTH: usize = 1000;
+
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The lowering state, threaded left to right through the expression.
+pub(crate) struct Lowerer<'a> {
+    pub(crate) opts: &'a LowerOptions,
+    /// Where the headers are (libpcap's `off_*` compiler state).
+    pub(crate) link: LinkLayer,
+    /// Span of the primitive being lowered, for errors.
+    pub(crate) span: Span,
+    /// Current recursion depth.
+    depth: usize,
+}
+
+/// The direction qualifier as the generators see it (`None` in the AST is
+/// libpcap's `Q_DEFAULT`, which behaves as `src or dst` everywhere).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Src,
+    Dst,
+    /// `src and dst`.
+    And,
+    /// `src or dst`, and the default.
+    Or,
+    /// An 802.11 qualifier (`ra`, `ta`, `addr1`..`addr4`).
+    Wlan(DirQual),
+}
+
+impl Dir {
+    pub(crate) fn of(d: Option<DirQual>) -> Dir {
+        match d {
+            None | Some(DirQual::SrcOrDst) => Dir::Or,
+            Some(DirQual::Src) => Dir::Src,
+            Some(DirQual::Dst) => Dir::Dst,
+            Some(DirQual::SrcAndDst) => Dir::And,
+            Some(d) => Dir::Wlan(d),
+        }
+    }
+}
+
+/// `'ra' is` / `'addr1' and 'address1' are`, for messages about 802.11
+/// qualifiers used where they do not apply.
+pub(crate) fn wlan_dir_words(d: DirQual) -> (&'static str, bool) {
+    match d {
+        DirQual::Ra => ("'ra'", false),
+        DirQual::Ta => ("'ta'", false),
+        DirQual::Addr1 => ("'addr1' and 'address1'", true),
+        DirQual::Addr2 => ("'addr2' and 'address2'", true),
+        DirQual::Addr3 => ("'addr3' and 'address3'", true),
+        DirQual::Addr4 => ("'addr4' and 'address4'", true),
+        DirQual::Src => ("'src'", false),
+        DirQual::Dst => ("'dst'", false),
+        DirQual::SrcOrDst => ("'src or dst'", false),
+        DirQual::SrcAndDst => ("'src and dst'", false),
+    }
+}
+
+/// The keyword of a protocol qualifier, for messages.
+pub(crate) fn proto_name(p: ProtoQual) -> &'static str {
+    match p {
+        ProtoQual::Link => "link",
+        ProtoQual::Ip => "ip",
+        ProtoQual::Arp => "arp",
+        ProtoQual::Rarp => "rarp",
+        ProtoQual::Sctp => "sctp",
+        ProtoQual::Tcp => "tcp",
+        ProtoQual::Udp => "udp",
+        ProtoQual::Icmp => "icmp",
+        ProtoQual::Igmp => "igmp",
+        ProtoQual::Igrp => "igrp",
+        ProtoQual::Atalk => "atalk",
+        ProtoQual::Aarp => "aarp",
+        ProtoQual::Decnet => "decnet",
+        ProtoQual::Lat => "lat",
+        ProtoQual::Sca => "sca",
+        ProtoQual::Moprc => "moprc",
+        ProtoQual::Mopdl => "mopdl",
+        ProtoQual::Ip6 => "ip6",
+        ProtoQual::Icmp6 => "icmp6",
+        ProtoQual::Ah => "ah",
+        ProtoQual::Esp => "esp",
+        ProtoQual::Pim => "pim",
+        ProtoQual::Vrrp => "vrrp",
+        ProtoQual::Carp => "carp",
+        ProtoQual::Iso => "iso",
+        ProtoQual::Esis => "esis",
+        ProtoQual::Isis => "isis",
+        ProtoQual::Clnp => "clnp",
+        ProtoQual::Stp => "stp",
+        ProtoQual::Ipx => "ipx",
+        ProtoQual::Netbeui => "netbeui",
+        ProtoQual::L1 => "l1",
+        ProtoQual::L2 => "l2",
+        ProtoQual::Iih => "iih",
+        ProtoQual::Lsp => "lsp",
+        ProtoQual::Snp => "snp",
+        ProtoQual::Csnp => "csnp",
+        ProtoQual::Psnp => "psnp",
+        ProtoQual::Radio => "radio",
+    }
+}
+
+/// How a boolean node combines its operands (for the iterative walk of
+/// left-deep `and`/`or` chains).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Conn {
+    And,
+    Or,
+}
+
+impl<'a> Lowerer<'a> {
+    /// An error at the current primitive.
+    pub(crate) fn err<T>(&self, message: impl Into<String>) -> Result<T> {
+        Err(Error::new(message, self.span))
+    }
+
+    /// The error for a feature sift does not implement yet.
+    pub(crate) fn unsupported<T>(&self, what: &str) -> Result<T> {
+        self.err(format!("{what} is not supported yet by sift"))
+    }
+
+    fn enter(&mut self, span: Span) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(
+                format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
+                span,
+            ));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Lowers an expression. Left-deep chains of `and`/`or` (what a long
+    /// `a or b or c ...` parses to) are walked iteratively, so their length
+    /// is not limited by the recursion bound; the predicate built for a chain
+    /// of one operator is flat.
+    pub(crate) fn expr(&mut self, e: &Expr) -> Result<Pred> {
+        // Collect the left spine: e = ((first op1 r1) op2 r2) ...
+        let mut rights: Vec<(Conn, &Expr)> = Vec::new();
+        let mut first = e;
+        loop {
+            match first {
+                Expr::And(l, r) => {
+                    rights.push((Conn::And, r));
+                    first = l;
+                }
+                Expr::Or(l, r) => {
+                    rights.push((Conn::Or, r));
+                    first = l;
+                }
+                _ => break,
+            }
+        }
+        let mut acc = self.operand(first)?;
+        // Nesting depth of `acc` created by alternating operators.
+        let mut nest = 0usize;
+        let mut last: Option<Conn> = None;
+        for (conn, r) in rights.into_iter().rev() {
+            let rhs = self.operand(r)?;
+            if last.is_some_and(|l| l != conn) {
+                nest += 1;
+                if nest + self.depth > MAX_DEPTH {
+                    return Err(Error::new(
+                        format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
+                        self.span,
+                    ));
+                }
+            }
+            last = Some(conn);
+            acc = match conn {
+                Conn::And => acc.and(rhs),
+                Conn::Or => acc.or(rhs),
+            };
+        }
+        Ok(acc)
+    }
+
+    /// Lowers an operand of a boolean chain: a primitive, a negation, or a
+    /// parenthesized chain (recursively).
+    fn operand(&mut self, e: &Expr) -> Result<Pred> {
+        match e {
+            Expr::Prim(p, span) => {
+                self.span = *span;
+                self.primitive(p)
+            }
+            Expr::Not(inner, span) => {
+                // `not not not x`: count, then lower x once.
+                let mut n = 1usize;
+                let mut x: &Expr = inner;
+                while let Expr::Not(i, _) = x {
+                    n += 1;
+                    x = i;
+                }
+                self.enter(*span)?;
+                let r = self.expr(x);
+                self.leave();
+                let mut p = r?;
+                if n > MAX_DEPTH {
+                    return Err(Error::new(
+                        format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
+                        *span,
+                    ));
+                }
+                for _ in 0..n {
+                    p = p.not();
+                }
+                Ok(p)
+            }
+            Expr::And(..) | Expr::Or(..) => {
+                let span = self.span;
+                self.enter(span)?;
+                let r = self.expr(e);
+                self.leave();
+                r
+            }
+        }
+    }
+
+    /// Lowers one primitive (`self.span` is its span).
+    fn primitive(&mut self, p: &Primitive) -> Result<Pred> {
+        match p {
+            Primitive::Id { qual, id } => self.qualified_id(qual, id),
+            Primitive::ProtoAbbrev(proto) => self.proto_abbrev(*proto),
+            Primitive::Relation { op, lhs, rhs } => self.relation(*op, lhs, rhs),
+            Primitive::Broadcast(proto) => self.broadcast(*proto),
+            Primitive::Multicast(proto) => self.multicast(*proto),
+            Primitive::Less(n) => Ok(self.less(*n)),
+            Primitive::Greater(n) => Ok(self.greater(*n)),
+            Primitive::Byte { index, op, value } => self.byte(*index, *op, *value),
+            Primitive::Inbound => self.inbound(false),
+            Primitive::Outbound => self.inbound(true),
+            Primitive::Ifindex(n) => self.ifindex(*n),
+            Primitive::Vlan(_) => self.unsupported("'vlan'"),
+            Primitive::Mpls(_) => self.unsupported("'mpls'"),
+            Primitive::Pppoed => self.unsupported("'pppoed'"),
+            Primitive::Pppoes(_) => self.unsupported("'pppoes'"),
+            Primitive::Geneve(_) => self.unsupported("'geneve'"),
+            Primitive::Vxlan(_) => self.err("syntax error: 'vxlan' is not in libpcap 1.10.3"),
+            Primitive::Llc(_) => self.unsupported("'llc'"),
+            Primitive::Pflog(_) => self.unsupported("PFLOG primitives are"),
+            Primitive::Wlan(..) => self.unsupported("802.11 'type'/'subtype'/'dir'"),
+            Primitive::Atm(..) | Primitive::AtmAbbrev(_) => self.unsupported("ATM primitives are"),
+            Primitive::Mtp2(_) | Primitive::Mtp3(..) => self.unsupported("SS7 primitives are"),
+        }
+    }
+
+    /// `head id`: dispatches on the kind of identifier, as libpcap's grammar
+    /// does (`gen_ncode`, `gen_mcode`, `gen_mcode6`, `gen_ecode`,
+    /// `gen_scode`).
+    fn qualified_id(&mut self, q: &Qual, id: &Id) -> Result<Pred> {
+        match id {
+            Id::Num(v) => self.id_num(q, *v),
+            Id::Ipv4 { addr, parts } => {
+                match q.addr {
+                    Some(AddrQual::Port) => return self.err("'port' modifier applied to ip host"),
+                    Some(AddrQual::Portrange) => {
+                        return self.err("'portrange' modifier applied to ip host")
+                    }
+                    Some(AddrQual::Proto) => return self.err("'proto' modifier applied to ip host"),
+                    Some(AddrQual::Protochain) => {
+                        return self.err("'protochain' modifier applied to ip host")
+                    }
+                    _ => {}
+                }
+                self.id_ipv4(q, *addr, *parts)
+            }
+            Id::Ipv4Prefix { addr, parts, len } => self.id_ipv4_prefix(q, *addr, *parts, *len),
+            Id::Ipv4Mask { addr, mask } => self.id_ipv4_mask(q, *addr, *mask),
+            Id::Ipv6 { addr, len } => self.id_ipv6(q, addr, *len),
+            Id::Mac(mac) => self.id_mac(q, mac),
+            Id::Mac8(_) => self.err("aid supported only on ARCnet"),
+            Id::Decnet { .. } => self.unsupported("'decnet' host addresses are"),
+            Id::Name(name) => self.id_name(q, name),
+        }
+    }
+
+    /// `id` that is a number (libpcap's `gen_ncode` with no string).
+    fn id_num(&mut self, q: &Qual, v: u32) -> Result<Pred> {
+        let dir = Dir::of(q.dir);
+        match q.addr {
+            None | Some(AddrQual::Host) | Some(AddrQual::Net) => {
+                if q.proto == Some(ProtoQual::Decnet) {
+                    return self.unsupported("'decnet' host addresses are");
+                }
+                if q.proto == Some(ProtoQual::Link) {
+                    return self.err("illegal link layer address");
+                }
+                let is_net = q.addr == Some(AddrQual::Net);
+                let (mut v, mut mask) = (v, 0xffff_ffffu32);
+                if is_net {
+                    // Promote a short network number: `net 10` is 10/8.
+                    while v != 0 && v & 0xff00_0000 == 0 {
+                        v <<= 8;
+                        mask <<= 8;
+                    }
+                }
+                self.host_v4(v, mask, q.proto, dir, is_net)
+            }
+            Some(AddrQual::Port) => {
+                let sel = port::selector(self, q.proto, "port")?;
+                if v > 65535 {
+                    return self.err(format!("illegal port number {v} > 65535"));
+                }
+                self.port_pred(v, sel, dir)
+            }
+            Some(AddrQual::Portrange) => {
+                let sel = port::selector(self, q.proto, "portrange")?;
+                if v > 65535 {
+                    return self.err(format!("illegal port number {v} > 65535"));
+                }
+                self.portrange_pred(v, v, sel, dir)
+            }
+            Some(AddrQual::Gateway) => self.err("'gateway' requires a name"),
+            Some(AddrQual::Proto) => self.gen_proto(v, q.proto, q.dir),
+            Some(AddrQual::Protochain) => self.unsupported("'protochain'"),
+        }
+    }
+
+    /// `id` that is a name (libpcap's `gen_scode`).
+    fn id_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
+        match q.addr {
+            Some(AddrQual::Net) => self.net_name(q, name),
+            None | Some(AddrQual::Host) => self.host_name(q, name),
+            Some(AddrQual::Port) => self.port_name(q, name),
+            Some(AddrQual::Portrange) => self.portrange_name(q, name),
+            Some(AddrQual::Gateway) => self.err("'gateway' not supported in this configuration"),
+            Some(AddrQual::Proto) => self.proto_by_name(q, name),
+            Some(AddrQual::Protochain) => self.unsupported("'protochain'"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

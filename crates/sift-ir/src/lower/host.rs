@@ -1,0 +1,472 @@
+//! Hosts and networks: `host`/`net` with IPv4 (dotted, partial, prefix,
+//! mask, single numbers), IPv6 and MAC addresses and names; `broadcast` and
+//! `multicast`. Mirrors libpcap's `gen_host`, `gen_hostop`, `gen_host6`,
+//! `gen_hostop6`, `gen_ehostop`, `gen_broadcast`, `gen_multicast` and the
+//! address cases of `gen_scode`/`gen_ncode`/`gen_mcode`/`gen_mcode6`/
+//! `gen_ecode`.
+//!
+//! Host names resolve through the system resolver (`getaddrinfo`, through
+//! std), network names through `/etc/networks` and Ethernet host names
+//! through `/etc/ethers`, as libpcap does on Linux.
+
+use super::link::{LinkKind, Rel};
+use super::{wlan_dir_words, Dir, Lowerer, Result};
+use crate::pred::{Pred, Size};
+use sift_syntax::ast::{AddrQual, ProtoQual, Qual};
+use sift_syntax::names::ethertype;
+use std::net::{IpAddr, ToSocketAddrs};
+
+impl Lowerer<'_> {
+    /// `gen_host`: an IPv4 address or network under a protocol qualifier.
+    pub(crate) fn host_v4(
+        &self,
+        addr: u32,
+        mask: u32,
+        proto: Option<ProtoQual>,
+        dir: Dir,
+        is_net: bool,
+    ) -> Result<Pred> {
+        let what = if is_net { "net" } else { "host" };
+        match proto {
+            None => {
+                let ip = self.host_v4(addr, mask, Some(ProtoQual::Ip), dir, is_net)?;
+                let arp = self.host_v4(addr, mask, Some(ProtoQual::Arp), dir, is_net)?;
+                let rarp = self.host_v4(addr, mask, Some(ProtoQual::Rarp), dir, is_net)?;
+                Ok(ip.or(arp).or(rarp))
+            }
+            Some(ProtoQual::Link) => self.err(format!("link-layer modifier applied to {what}")),
+            Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, ethertype::IP, 12, 16),
+            Some(ProtoQual::Rarp) => self.hostop(addr, mask, dir, ethertype::REVARP, 14, 24),
+            Some(ProtoQual::Arp) => self.hostop(addr, mask, dir, ethertype::ARP, 14, 24),
+            Some(ProtoQual::Decnet) => self.unsupported("'decnet' host addresses are"),
+            Some(ProtoQual::Atalk) => self.err("AppleTalk host filtering not implemented"),
+            Some(ProtoQual::Lat) => self.err("LAT host filtering not implemented"),
+            Some(ProtoQual::Sca) => self.err("SCA host filtering not implemented"),
+            Some(ProtoQual::Moprc) => self.err("MOPRC host filtering not implemented"),
+            Some(ProtoQual::Mopdl) => self.err("MOPDL host filtering not implemented"),
+            Some(ProtoQual::Aarp) => self.err("AARP host filtering not implemented"),
+            Some(ProtoQual::Iso) => self.err("ISO host filtering not implemented"),
+            Some(ProtoQual::Ipx) => self.err("IPX host filtering not implemented"),
+            Some(ProtoQual::Ip6) => self.err("'ip6' modifier applied to ip host"),
+            Some(p) => self.err(format!("'{}' modifier applied to {what}", super::proto_name(p))),
+        }
+    }
+
+    /// `gen_hostop`: the link-type test, then the (masked) 32-bit address at
+    /// `src_off` or `dst_off` of the network layer.
+    fn hostop(
+        &self,
+        addr: u32,
+        mask: u32,
+        dir: Dir,
+        ll_proto: u32,
+        src_off: u32,
+        dst_off: u32,
+    ) -> Result<Pred> {
+        let one = |off: u32| -> Result<Pred> {
+            Ok(self.gen_linktype(ll_proto)?.and(self.mcmp(Rel::LinkPl, off, Size::Word, addr, mask)))
+        };
+        match dir {
+            Dir::Src => one(src_off),
+            Dir::Dst => one(dst_off),
+            Dir::And => Ok(one(src_off)?.and(one(dst_off)?)),
+            Dir::Or => Ok(one(src_off)?.or(one(dst_off)?)),
+            Dir::Wlan(d) => self.err(not_for_addresses(d)),
+        }
+    }
+
+    /// `gen_host6`: an IPv6 address or network under a protocol qualifier.
+    pub(crate) fn host_v6(
+        &self,
+        addr: &[u8; 16],
+        mask: &[u8; 16],
+        proto: Option<ProtoQual>,
+        dir: Dir,
+        is_net: bool,
+    ) -> Result<Pred> {
+        let what = if is_net { "net" } else { "host" };
+        match proto {
+            None | Some(ProtoQual::Ip6) => self.hostop6(addr, mask, dir),
+            Some(ProtoQual::Link) => self.err(format!("link-layer modifier applied to ip6 {what}")),
+            Some(ProtoQual::Atalk) => self.err(format!("AppleTalk modifier applied to ip6 {what}")),
+            Some(p) => {
+                self.err(format!("'{}' modifier applied to ip6 {what}", super::proto_name(p)))
+            }
+        }
+    }
+
+    /// `gen_hostop6`: the link-type test, then the four (masked) words of
+    /// the address, first to last.
+    fn hostop6(&self, addr: &[u8; 16], mask: &[u8; 16], dir: Dir) -> Result<Pred> {
+        let word = |b: &[u8; 16], i: usize| {
+            u32::from_be_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+        };
+        let one = |off: u32| -> Result<Pred> {
+            let mut p = self.gen_linktype(ethertype::IPV6)?;
+            for i in 0..4 {
+                let at = off + 4 * i as u32;
+                p = p.and(self.mcmp(Rel::LinkPl, at, Size::Word, word(addr, i), word(mask, i)));
+            }
+            Ok(p)
+        };
+        match dir {
+            Dir::Src => one(8),
+            Dir::Dst => one(24),
+            Dir::And => Ok(one(8)?.and(one(24)?)),
+            Dir::Or => Ok(one(8)?.or(one(24)?)),
+            Dir::Wlan(d) => self.err(not_for_addresses(d)),
+        }
+    }
+
+    /// `gen_ehostop`: a MAC-48 address in the Ethernet header.
+    fn ehostop(&self, mac: &[u8; 6], dir: Dir) -> Result<Pred> {
+        match dir {
+            Dir::Src => Ok(self.bcmp(Rel::LinkHdr, 6, mac)),
+            Dir::Dst => Ok(self.bcmp(Rel::LinkHdr, 0, mac)),
+            Dir::And => Ok(self.bcmp(Rel::LinkHdr, 6, mac).and(self.bcmp(Rel::LinkHdr, 0, mac))),
+            Dir::Or => Ok(self.bcmp(Rel::LinkHdr, 6, mac).or(self.bcmp(Rel::LinkHdr, 0, mac))),
+            Dir::Wlan(d) => {
+                let (w, plural) = wlan_dir_words(d);
+                let verb = if plural { "are" } else { "is" };
+                self.err(format!("{w} {verb} only supported on 802.11 with 802.11 headers"))
+            }
+        }
+    }
+
+    /// A MAC address in the link-layer header (`gen_ecode`).
+    fn link_host(&self, mac: &[u8; 6], dir: Dir) -> Result<Pred> {
+        match self.link.kind {
+            LinkKind::Ethernet => self.ehostop(mac, dir),
+            _ => self.err(
+                "ethernet addresses supported only on ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel",
+            ),
+        }
+    }
+
+    /// A dotted IPv4 address with 1 to 4 parts (`gen_ncode` with a string):
+    /// the written parts give the mask, even for `host`.
+    pub(crate) fn id_ipv4(&mut self, q: &Qual, addr: u32, parts: u8) -> Result<Pred> {
+        let dir = Dir::of(q.dir);
+        if q.proto == Some(ProtoQual::Decnet) {
+            return self.unsupported("'decnet' host addresses are");
+        }
+        let (v, mask) = hid_value(addr, parts);
+        match q.addr {
+            None | Some(AddrQual::Host) | Some(AddrQual::Net) => {
+                if q.proto == Some(ProtoQual::Link) {
+                    return self.err("illegal link layer address");
+                }
+                self.host_v4(v, mask, q.proto, dir, q.addr == Some(AddrQual::Net))
+            }
+            Some(AddrQual::Gateway) => self.err("'gateway' requires a name"),
+            Some(AddrQual::Port) => self.err("'port' modifier applied to ip host"),
+            Some(AddrQual::Portrange) => self.err("'portrange' modifier applied to ip host"),
+            Some(AddrQual::Proto) => self.err("'proto' modifier applied to ip host"),
+            Some(AddrQual::Protochain) => self.err("'protochain' modifier applied to ip host"),
+        }
+    }
+
+    /// `HID/len` (`gen_mcode` with a prefix length).
+    pub(crate) fn id_ipv4_prefix(&mut self, q: &Qual, addr: u32, parts: u8, len: u32) -> Result<Pred> {
+        let (n, _) = hid_value(addr, parts);
+        if len > 32 {
+            return self.err("mask length must be <= 32");
+        }
+        let m = if len == 0 { 0 } else { 0xffff_ffffu32 << (32 - len) };
+        if n & !m != 0 {
+            return self.err(format!("non-network bits set in \"{}/{len}\"", dotted(n)));
+        }
+        self.masked_net(q, n, m)
+    }
+
+    /// `HID mask HID` (`gen_mcode` with a mask).
+    pub(crate) fn id_ipv4_mask(&mut self, q: &Qual, addr: u32, mask: u32) -> Result<Pred> {
+        if addr & !mask != 0 {
+            return self.err(format!(
+                "non-network bits set in \"{} mask {}\"",
+                dotted(addr),
+                dotted(mask)
+            ));
+        }
+        self.masked_net(q, addr, mask)
+    }
+
+    fn masked_net(&mut self, q: &Qual, n: u32, m: u32) -> Result<Pred> {
+        match q.addr {
+            Some(AddrQual::Net) => self.host_v4(n, m, q.proto, Dir::of(q.dir), true),
+            _ => self.err("Mask syntax for networks only"),
+        }
+    }
+
+    /// An IPv6 address, optionally with a prefix length (`gen_mcode6`).
+    pub(crate) fn id_ipv6(&mut self, q: &Qual, addr: &[u8; 16], len: Option<u32>) -> Result<Pred> {
+        let len = len.unwrap_or(128);
+        if len > 128 {
+            return self.err("mask length must be <= 128");
+        }
+        let mut mask = [0u8; 16];
+        for (i, b) in mask.iter_mut().enumerate() {
+            let bits = len.saturating_sub(8 * i as u32).min(8);
+            *b = if bits == 0 { 0 } else { (0xffu32 << (8 - bits)) as u8 };
+        }
+        if addr.iter().zip(mask.iter()).any(|(a, m)| a & !m != 0) {
+            return self.err(format!(
+                "non-network bits set in \"{}/{len}\"",
+                std::net::Ipv6Addr::from(*addr)
+            ));
+        }
+        match q.addr {
+            None | Some(AddrQual::Host) | Some(AddrQual::Net) => {
+                if q.addr != Some(AddrQual::Net) && len != 128 {
+                    return self.err("Mask syntax for networks only");
+                }
+                self.host_v6(addr, &mask, q.proto, Dir::of(q.dir), q.addr == Some(AddrQual::Net))
+            }
+            _ => self.err("invalid qualifier against IPv6 address"),
+        }
+    }
+
+    /// A MAC-48 address (`gen_ecode`): only as `ether host`/`ether src`...
+    pub(crate) fn id_mac(&mut self, q: &Qual, mac: &[u8; 6]) -> Result<Pred> {
+        if matches!(q.addr, None | Some(AddrQual::Host)) && q.proto == Some(ProtoQual::Link) {
+            return self.link_host(mac, Dir::of(q.dir));
+        }
+        self.err("ethernet address used in non-ether expression")
+    }
+
+    /// A name as a host (`gen_scode`, `Q_HOST`): an Ethernet host name with
+    /// `ether`, else every address the resolver returns, OR-ed in its order.
+    pub(crate) fn host_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
+        let dir = Dir::of(q.dir);
+        if q.proto == Some(ProtoQual::Link) {
+            if self.link.kind != LinkKind::Ethernet {
+                return self.err("only ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel supports link-level host name");
+            }
+            let Some(mac) = ether_host(name) else {
+                return self.err(format!("unknown ether host '{name}'"));
+            };
+            return self.link_host(&mac, dir);
+        }
+        if q.proto == Some(ProtoQual::Decnet) {
+            return self.unsupported("'decnet' host names are");
+        }
+        let addrs = resolve_host(name);
+        if addrs.is_empty() {
+            return self.err(format!("unknown host '{name}'"));
+        }
+        // Without a link-layer type field, a bare host name means IPv4/IPv6.
+        let (mut v4proto, mut v6proto) = (q.proto, q.proto);
+        if self.link.off_linktype.is_none() && q.proto.is_none() {
+            v4proto = Some(ProtoQual::Ip);
+            v6proto = Some(ProtoQual::Ip6);
+        }
+        let is_net = q.addr == Some(AddrQual::Net);
+        let mut acc: Option<Pred> = None;
+        for a in addrs {
+            let p = match a {
+                IpAddr::V4(v4) => {
+                    if v4proto == Some(ProtoQual::Ip6) {
+                        continue;
+                    }
+                    self.host_v4(u32::from(v4), 0xffff_ffff, v4proto, dir, is_net)?
+                }
+                IpAddr::V6(v6) => {
+                    if v6proto == Some(ProtoQual::Ip) {
+                        continue;
+                    }
+                    self.host_v6(&v6.octets(), &[0xff; 16], v6proto, dir, is_net)?
+                }
+            };
+            acc = Some(match acc {
+                Some(a) => a.or(p),
+                None => p,
+            });
+        }
+        match acc {
+            Some(p) => Ok(p),
+            None if q.proto.is_none() => self.err(format!("unknown host '{name}'")),
+            None => self.err(format!("unknown host '{name}' for specified address family")),
+        }
+    }
+
+    /// A name as a network (`gen_scode`, `Q_NET`): `/etc/networks`, the
+    /// number left-justified with a matching mask.
+    pub(crate) fn net_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
+        let addr = network_by_name(name).unwrap_or(0);
+        if addr == 0 {
+            return self.err(format!("unknown network '{name}'"));
+        }
+        let (mut addr, mut mask) = (addr, 0xffff_ffffu32);
+        while addr != 0 && addr & 0xff00_0000 == 0 {
+            addr <<= 8;
+            mask <<= 8;
+        }
+        self.host_v4(addr, mask, q.proto, Dir::of(q.dir), true)
+    }
+
+    /// `[proto] broadcast` (`gen_broadcast`).
+    pub(crate) fn broadcast(&mut self, proto: Option<ProtoQual>) -> Result<Pred> {
+        match proto {
+            None | Some(ProtoQual::Link) => match self.link.kind {
+                LinkKind::Ethernet => self.ehostop(&[0xff; 6], Dir::Dst),
+                _ => self.err("not a broadcast link"),
+            },
+            Some(ProtoQual::Ip) => {
+                let Some(netmask) = self.opts.netmask else {
+                    return self.err("netmask not known, so 'ip broadcast' not supported");
+                };
+                let hostmask = !netmask;
+                let lt = self.gen_linktype(ethertype::IP)?;
+                let zero = self.mcmp(Rel::LinkPl, 16, Size::Word, 0, hostmask);
+                let ones = self.mcmp(Rel::LinkPl, 16, Size::Word, hostmask, hostmask);
+                Ok(lt.and(zero.or(ones)))
+            }
+            Some(_) => self.err("only link-layer/IP broadcast filters supported"),
+        }
+    }
+
+    /// `[proto] multicast` (`gen_multicast`). 1.10.3 tests `ip[16] >= 224`
+    /// for IPv4 (which also accepts 240.0.0.0/4).
+    pub(crate) fn multicast(&mut self, proto: Option<ProtoQual>) -> Result<Pred> {
+        match proto {
+            None | Some(ProtoQual::Link) => {
+                if self.link.kind == LinkKind::Ethernet {
+                    return Ok(self.jset(Rel::LinkHdr, 0, Size::Byte, 1));
+                }
+            }
+            Some(ProtoQual::Ip) => {
+                let lt = self.gen_linktype(ethertype::IP)?;
+                return Ok(lt.and(self.cmp_ge(Rel::LinkPl, 16, Size::Byte, 224)));
+            }
+            Some(ProtoQual::Ip6) => {
+                let lt = self.gen_linktype(ethertype::IPV6)?;
+                return Ok(lt.and(self.cmp(Rel::LinkPl, 24, Size::Byte, 255)));
+            }
+            Some(_) => {}
+        }
+        self.err("link-layer multicast filters supported only on ethernet/FDDI/token ring/ARCNET/802.11/ATM LANE/Fibre Channel")
+    }
+}
+
+/// The message for an 802.11 direction qualifier on a host address.
+fn not_for_addresses(d: sift_syntax::ast::DirQual) -> String {
+    let (w, plural) = wlan_dir_words(d);
+    if plural {
+        format!("{w} are not valid qualifiers for addresses other than 802.11 MAC addresses")
+    } else {
+        format!("{w} is not a valid qualifier for addresses other than 802.11 MAC addresses")
+    }
+}
+
+/// The value and mask of a dotted IPv4 address with `parts` parts: the
+/// parser has already moved the parts to the top of the address (`10.1` is
+/// 0x0a010000), as libpcap's generators do with `__pcap_atoin`'s result;
+/// only the written bytes are compared.
+pub(crate) fn hid_value(addr: u32, parts: u8) -> (u32, u32) {
+    let parts = u32::from(parts.clamp(1, 4));
+    let mask = 0xffff_ffffu32.checked_shl(32 - 8 * parts).unwrap_or(0);
+    (addr, mask)
+}
+
+/// Formats an IPv4 address in dotted quad for messages.
+fn dotted(v: u32) -> String {
+    std::net::Ipv4Addr::from(v).to_string()
+}
+
+/// Resolves a host name with the system resolver (`getaddrinfo`, stream
+/// sockets, any family), in the resolver's order.
+pub(crate) fn resolve_host(name: &str) -> Vec<IpAddr> {
+    match (name, 0u16).to_socket_addrs() {
+        Ok(it) => it.map(|sa| sa.ip()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// `getnetbyname` over `/etc/networks` (names and aliases, case-insensitive
+/// as glibc): the network number in host order, as `inet_network` parses it.
+pub(crate) fn network_by_name(name: &str) -> Option<u32> {
+    let text = std::fs::read_to_string("/etc/networks").ok()?;
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut fields = line.split_whitespace();
+        let (Some(n), Some(num)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let matches = n.eq_ignore_ascii_case(name) || fields.any(|a| a.eq_ignore_ascii_case(name));
+        if matches {
+            return inet_network(num);
+        }
+    }
+    None
+}
+
+/// `inet_network`: up to four dot-separated C numbers (decimal, `0x` hex,
+/// leading-`0` octal), combined as `(a << 8 | b) << 8 ...`.
+fn inet_network(s: &str) -> Option<u32> {
+    let mut val: u32 = 0;
+    let mut n = 0;
+    for part in s.split('.') {
+        n += 1;
+        if n > 4 || part.is_empty() {
+            return None;
+        }
+        let (digits, radix) = if let Some(h) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            (h, 16)
+        } else if part.len() > 1 && part.starts_with('0') {
+            (&part[1..], 8)
+        } else {
+            (part, 10)
+        };
+        let v = u32::from_str_radix(digits, radix).ok()?;
+        if v > 255 {
+            return None;
+        }
+        val = (val << 8) | v;
+    }
+    Some(val)
+}
+
+/// `ether_hostton` over `/etc/ethers`: `MAC name` lines.
+fn ether_host(name: &str) -> Option<[u8; 6]> {
+    let text = std::fs::read_to_string("/etc/ethers").ok()?;
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut fields = line.split_whitespace();
+        let (Some(mac), Some(n)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        if n.eq_ignore_ascii_case(name) {
+            let mut out = [0u8; 6];
+            let mut parts = mac.split(':');
+            for b in out.iter_mut() {
+                *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+            }
+            if parts.next().is_none() {
+                return Some(out);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hid_values() {
+        assert_eq!(hid_value(0x0a01_0000, 2), (0x0a01_0000, 0xffff_0000));
+        assert_eq!(hid_value(0x0a01_0203, 4), (0x0a01_0203, 0xffff_ffff));
+        assert_eq!(hid_value(0xc0a8_0100, 3), (0xc0a8_0100, 0xffff_ff00));
+    }
+
+    #[test]
+    fn inet_network_forms() {
+        assert_eq!(inet_network("127.0.0.0"), Some(0x7f00_0000));
+        assert_eq!(inet_network("169.254"), Some(0xa9fe));
+        assert_eq!(inet_network("10"), Some(10));
+        assert_eq!(inet_network("0x7f.1"), Some(0x7f01));
+        assert_eq!(inet_network("1.2.3.4.5"), None);
+        assert_eq!(inet_network("256"), None);
+    }
+}
