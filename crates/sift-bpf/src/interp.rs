@@ -370,3 +370,214 @@ fn decode(pc: usize, insn: Insn, len: usize) -> Result<Op, ValidateError> {
         _ => return fail(ValidateErrorKind::UnknownOpcode),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use op::*;
+
+    fn s(code: u16, k: u32) -> Insn {
+        Insn::stmt(code, k)
+    }
+    fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+        Insn::jump(code, k, jt, jf)
+    }
+    const RET_A: Insn = Insn::stmt(RET | A, 0);
+
+    /// Packet bytes 1, 2, 3, ..., 64.
+    fn packet() -> Vec<u8> {
+        (1..=64).collect()
+    }
+
+    /// Runs `prog` then `ret a` on the test packet with wire length 1000.
+    fn a_after(prog: &[Insn]) -> u32 {
+        let mut p = prog.to_vec();
+        p.push(RET_A);
+        run(&p, &packet(), 1000)
+    }
+
+    #[test]
+    fn returns() {
+        assert_eq!(run(&[s(RET | K, 77)], &[], 0), 77);
+        assert_eq!(run(&[s(RET | K, u32::MAX)], &[], 0), u32::MAX);
+        assert_eq!(run(&[s(LD | IMM, 5), RET_A], &[], 0), 5);
+    }
+
+    #[test]
+    fn absolute_loads_and_bounds() {
+        // Expectations measured with libpcap 1.10.3's bpf_filter().
+        assert_eq!(a_after(&[s(LD | W | ABS, 0)]), 0x01020304);
+        assert_eq!(a_after(&[s(LD | W | ABS, 60)]), 0x3d3e3f40);
+        assert_eq!(a_after(&[s(LD | W | ABS, 61)]), 0);
+        assert_eq!(a_after(&[s(LD | H | ABS, 62)]), 0x3f40);
+        assert_eq!(a_after(&[s(LD | H | ABS, 63)]), 0);
+        assert_eq!(a_after(&[s(LD | B | ABS, 63)]), 64);
+        assert_eq!(a_after(&[s(LD | B | ABS, 64)]), 0);
+        for k in [0xffff_f000, 0xffff_f02c, 0xffff_f030, u32::MAX, 0x8000_0000] {
+            assert_eq!(run(&[s(LD | B | ABS, k), s(RET | K, 9)], &packet(), 1000), 0, "{k:#x}");
+            assert_eq!(run(&[s(LD | W | ABS, k), s(RET | K, 9)], &packet(), 1000), 0, "{k:#x}");
+        }
+        assert_eq!(run(&[s(LD | B | ABS, 0), s(RET | K, 9)], &[], 1000), 0);
+    }
+
+    #[test]
+    fn indexed_loads_do_not_wrap() {
+        assert_eq!(a_after(&[s(LDX | IMM, 60), s(LD | W | IND, 0)]), 0x3d3e3f40);
+        assert_eq!(a_after(&[s(LDX | IMM, 61), s(LD | W | IND, 0)]), 0);
+        assert_eq!(a_after(&[s(LDX | IMM, 2), s(LD | H | IND, 60)]), 0x3f40);
+        assert_eq!(a_after(&[s(LDX | IMM, 3), s(LD | H | IND, 60)]), 0);
+        assert_eq!(a_after(&[s(LDX | IMM, 3), s(LD | B | IND, 60)]), 64);
+        assert_eq!(a_after(&[s(LDX | IMM, 4), s(LD | B | IND, 60)]), 0);
+        // X + k would wrap to a small offset in 32 bits: out of bounds.
+        let ret9 = s(RET | K, 9);
+        assert_eq!(run(&[s(LDX | IMM, u32::MAX), s(LD | B | IND, 1), ret9], &packet(), 1000), 0);
+        assert_eq!(run(&[s(LDX | IMM, 0xffff_fffe), s(LD | H | IND, 2), ret9], &packet(), 1000), 0);
+        assert_eq!(run(&[s(LDX | IMM, 0xffff_fffc), s(LD | W | IND, 4), ret9], &packet(), 1000), 0);
+        assert_eq!(run(&[s(LDX | IMM, 4), s(LD | W | IND, 0xffff_fffc), ret9], &packet(), 1000), 0);
+    }
+
+    #[test]
+    fn header_length_load() {
+        // Byte 15 is 0x0f: 4 * 15 = 60; byte 16 is 0x10: 0.
+        assert_eq!(a_after(&[s(LDX | B | MSH, 14), s(MISC | TXA, 0)]), 60);
+        assert_eq!(a_after(&[s(LDX | B | MSH, 15), s(MISC | TXA, 0)]), 0);
+        assert_eq!(a_after(&[s(LDX | B | MSH, 0), s(MISC | TXA, 0)]), 4);
+        assert_eq!(run(&[s(LDX | B | MSH, 64), s(RET | K, 9)], &packet(), 1000), 0);
+    }
+
+    #[test]
+    fn lengths_and_immediates() {
+        assert_eq!(a_after(&[s(LD | W | LEN, 0)]), 1000);
+        assert_eq!(a_after(&[s(LDX | W | LEN, 0), s(MISC | TXA, 0)]), 1000);
+        assert_eq!(a_after(&[s(LD | IMM, 0xdead_beef)]), 0xdead_beef);
+        assert_eq!(a_after(&[s(LDX | IMM, 7), s(MISC | TXA, 0)]), 7);
+        assert_eq!(a_after(&[s(LD | IMM, 7), s(MISC | TAX, 0), s(LD | IMM, 1), s(MISC | TXA, 0)]), 7);
+    }
+
+    #[test]
+    fn scratch_memory() {
+        assert_eq!(a_after(&[s(LD | IMM, 7), s(ST, 3), s(LD | IMM, 0), s(LD | MEM, 3)]), 7);
+        assert_eq!(a_after(&[s(LDX | IMM, 8), s(STX, 15), s(LDX | MEM, 15), s(MISC | TXA, 0)]), 8);
+        // Unwritten words read as 0.
+        assert_eq!(a_after(&[s(LD | IMM, 7), s(LD | MEM, 5)]), 0);
+    }
+
+    #[test]
+    fn alu_with_constants() {
+        let alu = |code: u16, a: u32, k: u32| a_after(&[s(LD | IMM, a), s(ALU | code | K, k)]);
+        assert_eq!(alu(ADD, u32::MAX, 2), 1);
+        assert_eq!(alu(SUB, 1, 2), u32::MAX);
+        assert_eq!(alu(MUL, 0x8000_0001, 2), 2);
+        assert_eq!(alu(DIV, 7, 2), 3);
+        assert_eq!(alu(MOD, 7, 4), 3);
+        assert_eq!(alu(AND, 0xf0f0, 0xff00), 0xf000);
+        assert_eq!(alu(OR, 0xf0f0, 0x0f00), 0xfff0);
+        assert_eq!(alu(XOR, 0xff, 0x0f), 0xf0);
+        assert_eq!(alu(LSH, 0x8000_0001, 1), 2);
+        assert_eq!(alu(RSH, 0x8000_0001, 31), 1);
+        // libpcap 1.10.3 on x86: constant shift counts act modulo 32.
+        assert_eq!(alu(LSH, 0x8000_0001, 32), 0x8000_0001);
+        assert_eq!(alu(LSH, 0x8000_0001, 33), 2);
+        assert_eq!(alu(RSH, 0x8000_0001, 100), 0x0800_0000);
+        // Constant division by zero rejects (libpcap 1.10.3 crashes).
+        assert_eq!(run(&[s(LD | IMM, 7), s(ALU | DIV | K, 0), s(RET | K, 9)], &[], 0), 0);
+        assert_eq!(run(&[s(LD | IMM, 7), s(ALU | MOD | K, 0), s(RET | K, 9)], &[], 0), 0);
+        assert_eq!(a_after(&[s(LD | IMM, 5), s(ALU | NEG, 0)]), 5u32.wrapping_neg());
+    }
+
+    #[test]
+    fn alu_with_x() {
+        let alu = |code: u16, a: u32, x: u32| a_after(&[s(LDX | IMM, x), s(LD | IMM, a), s(ALU | code | X, 0)]);
+        assert_eq!(alu(ADD, 5, 3), 8);
+        assert_eq!(alu(SUB, 5, 7), 5u32.wrapping_sub(7));
+        assert_eq!(alu(MUL, 5, 3), 15);
+        assert_eq!(alu(DIV, 7, 2), 3);
+        assert_eq!(alu(MOD, 7, 2), 1);
+        assert_eq!(alu(AND, 6, 3), 2);
+        assert_eq!(alu(OR, 6, 3), 7);
+        assert_eq!(alu(XOR, 6, 3), 5);
+        assert_eq!(alu(LSH, 0x8000_0001, 31), 0x8000_0000);
+        assert_eq!(alu(RSH, 0x8000_0001, 31), 1);
+        // libpcap 1.10.3: shift counts of 32 and more give 0.
+        for x in [32, 33, 64, 100, u32::MAX] {
+            assert_eq!(alu(LSH, 0x8000_0001, x), 0, "{x}");
+            assert_eq!(alu(RSH, 0x8000_0001, x), 0, "{x}");
+        }
+        // Division by X == 0 rejects the packet.
+        for code in [DIV, MOD] {
+            let p = [s(LDX | IMM, 0), s(LD | IMM, 7), s(ALU | code | X, 0), s(RET | K, 9)];
+            assert_eq!(run(&p, &[], 0), 0);
+        }
+    }
+
+    #[test]
+    fn jumps() {
+        let cond = |code: u16, a: u32, k: u32| {
+            let p = [s(LD | IMM, a), s(LDX | IMM, k), j(JMP | code, k, 1, 0), s(RET | K, 0), s(RET | K, 1)];
+            run(&p, &[], 0)
+        };
+        for (code, a, k, want) in [
+            (JEQ | K, 5, 5, 1),
+            (JEQ | K, 5, 6, 0),
+            (JGT | K, 6, 5, 1),
+            (JGT | K, 5, 5, 0),
+            (JGE | K, 5, 5, 1),
+            (JGE | K, 4, 5, 0),
+            (JSET | K, 6, 2, 1),
+            (JSET | K, 6, 1, 0),
+            (JEQ | X, 5, 5, 1),
+            (JEQ | X, 5, 6, 0),
+            (JGT | X, 6, 5, 1),
+            (JGT | X, 5, 5, 0),
+            (JGE | X, 5, 5, 1),
+            (JGE | X, 4, 5, 0),
+            (JSET | X, 6, 2, 1),
+            (JSET | X, 6, 1, 0),
+            // Unsigned comparisons.
+            (JGT | K, 0x8000_0000, 1, 1),
+        ] {
+            assert_eq!(cond(code, a, k), want, "{code:#x} {a} {k}");
+        }
+        let p = [s(JMP | JA, 1), s(RET | K, 1), s(RET | K, 2)];
+        assert_eq!(run(&p, &[], 0), 2);
+    }
+
+    #[test]
+    fn backward_jumps_are_bounded() {
+        // A counting loop: A += 1 until A == 5 (libpcap 1.10.3 returns 5).
+        let p = [s(LD | IMM, 0), s(ALU | ADD | K, 1), j(JMP | JEQ | K, 5, 1, 0), s(JMP | JA, (-3i32) as u32), RET_A];
+        assert_eq!(run(&p, &[], 0), 5);
+        // 64 backward jumps are allowed, the 65th rejects.
+        let count = |n: u32| [s(LD | IMM, 0), s(ALU | ADD | K, 1), j(JMP | JEQ | K, n, 1, 0), s(JMP | JA, (-3i32) as u32), RET_A];
+        assert_eq!(run(&count(65), &[], 0), 65);
+        assert_eq!(run(&count(66), &[], 0), 0);
+        // A jump to itself.
+        assert_eq!(run(&[s(JMP | JA, u32::MAX), RET_A], &[], 0), 0);
+    }
+
+    #[test]
+    fn falling_off_the_end_rejects() {
+        assert_eq!(run(&[s(LD | IMM, 1)], &[], 0), 0);
+        assert_eq!(run(&[s(LD | IMM, 1), j(JMP | JEQ | K, 1, 0, 0)], &[], 0), 0);
+    }
+
+    #[test]
+    fn decoding_errors() {
+        let kind = |p: &[Insn]| Program::new(p).err().map(|e| e.kind);
+        assert_eq!(kind(&[]), Some(ValidateErrorKind::Empty));
+        assert_eq!(kind(&[s(0x08, 0), RET_A]), Some(ValidateErrorKind::UnknownOpcode));
+        assert_eq!(kind(&[s(ST, 16), RET_A]), Some(ValidateErrorKind::BadScratchIndex));
+        assert_eq!(kind(&[s(JMP | JA, 1), RET_A]), Some(ValidateErrorKind::JumpOutOfRange { target: 2 }));
+        assert_eq!(kind(&[s(JMP | JA, (-2i32) as u32), RET_A]), Some(ValidateErrorKind::JumpOutOfRange { target: -1 }));
+        assert_eq!(kind(&[j(JMP | JGT | X, 0, 0, 1), RET_A]), Some(ValidateErrorKind::JumpOutOfRange { target: 2 }));
+        assert_eq!(run(&[s(0x08, 0), s(RET | K, 1)], &[], 0), 0);
+        let p = Program::new(&[s(LD | IMM, 1), RET_A]).unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(!p.is_empty());
+    }
+
+    #[test]
+    fn decoded_ops_stay_small() {
+        assert!(std::mem::size_of::<Op>() <= 16);
+    }
+}
