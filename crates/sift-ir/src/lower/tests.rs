@@ -1,1 +1,303 @@
-//! Unit tests of lowering on hand-built ASTs.
+//! Unit tests of lowering on hand-built ASTs. The differential test against
+//! libpcap itself is `crates/sift-testkit/tests/lowering_vs_libpcap.rs`.
+
+use super::*;
+use crate::eval::{eval_pred, matches, PacketView};
+use crate::pred::{CmpOp, Size, Value};
+use sift_syntax::ast::{Arith, ArithOp, RelOp};
+
+fn sp() -> Span {
+    Span::new(0, 1)
+}
+
+fn filter(e: Expr) -> Filter {
+    Filter { source: "x".into(), expr: Some(e) }
+}
+
+fn prim(p: Primitive) -> Expr {
+    Expr::Prim(p, sp())
+}
+
+fn id(proto: Option<ProtoQual>, dir: Option<DirQual>, addr: Option<AddrQual>, id: Id) -> Expr {
+    prim(Primitive::Id { qual: Qual { proto, dir, addr }, id })
+}
+
+fn on(lt: LinkType, e: Expr) -> Result<Pred> {
+    lower(&filter(e), &LowerOptions { linktype: lt, netmask: Some(0), swapped: false })
+}
+
+fn en(e: Expr) -> Pred {
+    on(LinkType::EN10MB, e).expect("lowers")
+}
+
+fn num(k: u32) -> Arith {
+    Arith::Num(k, sp())
+}
+
+fn bin(op: ArithOp, a: Arith, b: Arith) -> Arith {
+    Arith::Binary { op, lhs: Box::new(a), rhs: Box::new(b), span: sp() }
+}
+
+fn acc(proto: ProtoQual, index: Arith, size: u8) -> Arith {
+    Arith::Load { proto, index: Box::new(index), size, span: sp() }
+}
+
+fn rel(op: RelOp, a: Arith, b: Arith) -> Expr {
+    prim(Primitive::Relation { op, lhs: a, rhs: b })
+}
+
+fn pkt(data: &[u8]) -> PacketView<'_> {
+    PacketView { data, wire_len: data.len() as u32 }
+}
+
+/// An Ethernet + IPv4 + TCP packet from 10.0.0.1:1234 to 10.0.0.2:80.
+fn tcp4() -> Vec<u8> {
+    let mut p = vec![0u8; 54];
+    p[12] = 0x08;
+    p[14] = 0x45;
+    p[23] = 6;
+    p[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    p[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    p[34..36].copy_from_slice(&1234u16.to_be_bytes());
+    p[36..38].copy_from_slice(&80u16.to_be_bytes());
+    p
+}
+
+#[test]
+fn empty_filter_accepts_everything() {
+    let f = Filter { source: " ".into(), expr: None };
+    assert_eq!(lower(&f, &LowerOptions::default()), Ok(Pred::True));
+}
+
+#[test]
+fn unsupported_link_type_is_an_error() {
+    let e = on(LinkType(105), prim(Primitive::ProtoAbbrev(ProtoQual::Ip))).unwrap_err();
+    assert!(e.message.contains("not supported yet"), "{}", e.message);
+}
+
+#[test]
+fn ip_on_each_link_type() {
+    let ip = || prim(Primitive::ProtoAbbrev(ProtoQual::Ip));
+    assert_eq!(en(ip()), Pred::eq(Value::load(Size::Half, 12), 0x800));
+    assert_eq!(on(LinkType::LINUX_SLL, ip()).unwrap(), Pred::eq(Value::load(Size::Half, 14), 0x800));
+    assert_eq!(on(LinkType::LINUX_SLL2, ip()).unwrap(), Pred::eq(Value::load(Size::Half, 0), 0x800));
+    assert_eq!(on(LinkType::IPV4, ip()).unwrap(), Pred::True);
+    assert_eq!(on(LinkType::IPV6, ip()).unwrap(), Pred::False);
+    assert_eq!(
+        on(LinkType::RAW, ip()).unwrap(),
+        Pred::eq(Value::load(Size::Byte, 0).bin(crate::BinOp::And, Value::Const(0xf0)), 0x40)
+    );
+    assert_eq!(on(LinkType::LOOP, ip()).unwrap(), Pred::eq(Value::load(Size::Word, 0), 2));
+    assert_eq!(on(LinkType::NULL, ip()).unwrap(), Pred::eq(Value::load(Size::Word, 0), 2u32.to_be()));
+}
+
+#[test]
+fn null_swapped_byte_order() {
+    let ip6 = filter(prim(Primitive::ProtoAbbrev(ProtoQual::Ip6)));
+    let mut o = LowerOptions { linktype: LinkType::NULL, ..LowerOptions::default() };
+    let same = lower(&ip6, &o).unwrap();
+    o.swapped = true;
+    let swapped = lower(&ip6, &o).unwrap();
+    let le = 10u32.to_le_bytes();
+    let be = 10u32.to_be_bytes();
+    let host_order = if cfg!(target_endian = "little") { le } else { be };
+    let other_order = if cfg!(target_endian = "little") { be } else { le };
+    assert!(matches(&same, pkt(&host_order)));
+    assert!(!matches(&same, pkt(&other_order)));
+    assert!(matches(&swapped, pkt(&other_order)));
+    assert!(!matches(&swapped, pkt(&host_order)));
+}
+
+#[test]
+fn port_structure_and_verdicts() {
+    let p = en(id(Some(ProtoQual::Tcp), None, Some(AddrQual::Port), Id::Num(80)));
+    // IPv6 first, then IPv4.
+    let Pred::Or(v) = &p else { panic!("{p}") };
+    assert_eq!(v.len(), 2);
+    let Pred::And(v6) = &v[0] else { panic!("{p}") };
+    assert_eq!(v6[0], Pred::eq(Value::load(Size::Half, 12), 0x86dd));
+    assert!(matches(&p, pkt(&tcp4())));
+    // The port test reads past the variable IPv4 header: truncating the
+    // destination port aborts (rejects) even though the source port is not 80.
+    assert!(!matches(&p, pkt(&tcp4()[..37])));
+    assert_eq!(eval_pred(&p, pkt(&tcp4()[..37])), Err(crate::eval::Abort));
+}
+
+#[test]
+fn port_errors() {
+    let e = on(LinkType::EN10MB, id(Some(ProtoQual::Udp), None, Some(AddrQual::Port), Id::Name("ssh".into())))
+        .unwrap_err();
+    assert_eq!(e.message, "port 'ssh' is tcp");
+    let e = on(LinkType::EN10MB, id(None, None, Some(AddrQual::Port), Id::Num(65536))).unwrap_err();
+    assert_eq!(e.message, "illegal port number 65536 > 65535");
+    let e = on(LinkType::EN10MB, id(Some(ProtoQual::Icmp), None, Some(AddrQual::Port), Id::Num(1)))
+        .unwrap_err();
+    assert_eq!(e.message, "illegal qualifier of 'port'");
+    let e = on(LinkType::EN10MB, id(None, None, Some(AddrQual::Port), Id::Name("nosuch".into())))
+        .unwrap_err();
+    assert_eq!(e.message, "unknown port 'nosuch'");
+    let e = on(LinkType::EN10MB, id(None, None, Some(AddrQual::Portrange), Id::Name("80--90".into())))
+        .unwrap_err();
+    assert_eq!(e.message, "illegal port number -90 < 0");
+}
+
+#[test]
+fn host_and_net() {
+    let p = en(id(None, None, Some(AddrQual::Host), Id::Ipv4 { addr: 0x0a00_0001, parts: 4 }));
+    // ip src, ip dst, arp src, arp dst, rarp src, rarp dst.
+    let Pred::Or(v) = &p else { panic!("{p}") };
+    assert_eq!(v.len(), 6);
+    assert!(matches(&p, pkt(&tcp4())));
+    let net = en(id(None, None, Some(AddrQual::Net), Id::Num(10)));
+    assert!(matches(&net, pkt(&tcp4())));
+    let e = on(
+        LinkType::EN10MB,
+        id(None, None, Some(AddrQual::Net), Id::Ipv4Prefix { addr: 0x0a00_0001, parts: 4, len: 8 }),
+    )
+    .unwrap_err();
+    assert!(e.message.starts_with("non-network bits set"), "{}", e.message);
+    let e = on(
+        LinkType::EN10MB,
+        id(None, Some(DirQual::Src), None, Id::Ipv4Prefix { addr: 0x0a00_0000, parts: 4, len: 8 }),
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "Mask syntax for networks only");
+}
+
+#[test]
+fn ip_broadcast_needs_a_netmask() {
+    let f = filter(prim(Primitive::Broadcast(Some(ProtoQual::Ip))));
+    let e = lower(&f, &LowerOptions::default()).unwrap_err();
+    assert_eq!(e.message, "netmask not known, so 'ip broadcast' not supported");
+    let o = LowerOptions { netmask: Some(0xffff_ff00), ..LowerOptions::default() };
+    let p = lower(&f, &o).unwrap();
+    let mut b = tcp4();
+    b[33] = 255;
+    assert!(matches(&p, pkt(&b)));
+    assert!(!matches(&p, pkt(&tcp4())));
+}
+
+#[test]
+fn relation_checks_then_test() {
+    // tcp[13] & 2 != 0: ip, tcp (v4 or v6), first fragment, then the test.
+    let p = en(rel(
+        RelOp::Ne,
+        bin(ArithOp::And, acc(ProtoQual::Tcp, num(13), 1), num(2)),
+        num(0),
+    ));
+    let Pred::And(v) = &p else { panic!("{p}") };
+    assert_eq!(v[0], Pred::eq(Value::load(Size::Half, 12), 0x800));
+    assert!(matches!(v.last(), Some(Pred::Not(_))));
+    let mut syn = tcp4();
+    syn.push(0);
+    syn[47] = 0x02;
+    assert!(matches(&p, pkt(&syn)));
+}
+
+#[test]
+fn arith_drops_right_checks() {
+    // 1 + tcp[0] = 0 has no protocol checks at all.
+    let p = en(rel(RelOp::Eq, bin(ArithOp::Add, num(1), acc(ProtoQual::Tcp, num(0), 1)), num(0)));
+    assert!(matches!(p, Pred::Test(_)), "{p}");
+}
+
+#[test]
+fn constant_divisor_checks_look_at_the_first_statement() {
+    let div = |rhs: Arith| on(LinkType::EN10MB, rel(RelOp::Eq, bin(ArithOp::Div, num(1), rhs), num(1)));
+    assert_eq!(div(num(0)).unwrap_err().message, "division by zero");
+    assert_eq!(div(bin(ArithOp::Add, num(0), num(1))).unwrap_err().message, "division by zero");
+    assert_eq!(div(acc(ProtoQual::Ip, num(0), 1)).unwrap_err().message, "division by zero");
+    assert!(div(acc(ProtoQual::Ip, num(1), 1)).is_ok());
+    let shl = on(
+        LinkType::EN10MB,
+        rel(RelOp::Eq, bin(ArithOp::Shl, num(1), acc(ProtoQual::Ip, num(40), 1)), num(1)),
+    );
+    assert_eq!(shl.unwrap_err().message, "shift by more than 31 bits");
+    let m = on(LinkType::EN10MB, rel(RelOp::Eq, bin(ArithOp::Mod, Arith::Len(sp()), num(0)), num(1)));
+    assert_eq!(m.unwrap_err().message, "modulus by zero");
+}
+
+#[test]
+fn shifts_by_32_or_more_give_zero() {
+    // 1 << (len - 60) == 0 for len 64 (count 4: 16), len 93 (count 33: 0).
+    let p = en(rel(
+        RelOp::Eq,
+        bin(ArithOp::Shl, num(1), bin(ArithOp::Sub, Arith::Len(sp()), num(60))),
+        num(0),
+    ));
+    let data = [0u8; 16];
+    assert!(!matches(&p, PacketView { data: &data, wire_len: 64 }));
+    assert!(matches(&p, PacketView { data: &data, wire_len: 93 }));
+    assert!(matches(&p, PacketView { data: &data, wire_len: 59 }));
+}
+
+#[test]
+fn too_many_registers() {
+    // 1 + (1 + (1 + ...)) nested 16 deep needs 17 registers.
+    let mut a = num(1);
+    for _ in 0..15 {
+        a = bin(ArithOp::Add, num(1), a);
+    }
+    assert!(on(LinkType::EN10MB, rel(RelOp::Eq, a.clone(), num(0))).is_ok());
+    let deeper = bin(ArithOp::Add, num(1), a);
+    let e = on(LinkType::EN10MB, rel(RelOp::Eq, deeper, num(0))).unwrap_err();
+    assert_eq!(e.message, "too many registers needed to evaluate expression");
+}
+
+#[test]
+fn long_chains_do_not_recurse() {
+    let mut e = prim(Primitive::Less(1));
+    for i in 0..100_000 {
+        e = Expr::Or(Box::new(e), Box::new(prim(Primitive::Greater(i))));
+    }
+    let p = en(e);
+    let Pred::Or(v) = &p else { panic!() };
+    assert_eq!(v.len(), 100_001);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let mut e = prim(Primitive::Less(1));
+    for _ in 0..(MAX_DEPTH + 10) {
+        e = Expr::And(
+            Box::new(prim(Primitive::Greater(1))),
+            Box::new(Expr::Or(Box::new(e), Box::new(prim(Primitive::Less(2))))),
+        );
+    }
+    let r = on(LinkType::EN10MB, e);
+    assert!(r.unwrap_err().message.contains("nested too deeply"));
+}
+
+#[test]
+fn unsupported_primitives_name_themselves() {
+    let e = on(LinkType::EN10MB, prim(Primitive::Vlan(Some(1)))).unwrap_err();
+    assert_eq!(e.message, "'vlan' is not supported yet by sift");
+    assert_eq!(e.span, sp());
+}
+
+#[test]
+fn mac_hosts() {
+    let mac = [1, 2, 3, 4, 5, 6];
+    let p = en(id(Some(ProtoQual::Link), Some(DirQual::Src), None, Id::Mac(mac)));
+    // gen_bcmp: bytes 2..6 as a word, then bytes 0..2 as a half.
+    assert_eq!(
+        p,
+        Pred::eq(Value::load(Size::Word, 8), 0x0304_0506).and(Pred::eq(Value::load(Size::Half, 6), 0x0102))
+    );
+    let e = on(LinkType::LINUX_SLL, id(Some(ProtoQual::Link), None, Some(AddrQual::Host), Id::Mac(mac)));
+    assert!(e.is_err());
+    let e = on(LinkType::EN10MB, id(None, None, Some(AddrQual::Host), Id::Mac(mac))).unwrap_err();
+    assert_eq!(e.message, "ethernet address used in non-ether expression");
+}
+
+#[test]
+fn less_greater() {
+    let data = [0u8; 4];
+    let less = en(prim(Primitive::Less(100)));
+    let greater = en(prim(Primitive::Greater(100)));
+    assert!(matches(&less, PacketView { data: &data, wire_len: 100 }));
+    assert!(!matches(&less, PacketView { data: &data, wire_len: 101 }));
+    assert!(matches(&greater, PacketView { data: &data, wire_len: 100 }));
+    assert!(!matches(&greater, PacketView { data: &data, wire_len: 99 }));
+    assert_eq!(greater, Pred::test(Value::Len, CmpOp::Ge, Value::Const(100)));
+}
