@@ -1,1 +1,26 @@
-//! (stub)
+//! Test infrastructure for sift: oracles, random generators and the
+//! differential harness.
+//!
+//! * [`libpcap`]: the installed libpcap 1.10.3 through FFI (`pcap_compile`,
+//!   `bpf_filter`): the semantic reference.
+//! * [`kernel`]: the Linux kernel's classic-BPF engine (`SO_ATTACH_FILTER`
+//!   on an `AF_UNIX` datagram socket pair).
+//! * [`rng`]: a small deterministic PRNG.
+//! * [`pool`]: the shared pools of addresses, ports and numbers that both
+//!   generators draw from, so that random filters match random packets often.
+//! * [`packets`]: structured random packets per link type, truncated often.
+//! * [`exprs`]: a grammar-based random filter-expression generator.
+//! * [`diff`]: the differential campaign (libpcap vs sift's evaluator,
+//!   interpreter and codegen vs the kernel) with shrinking and a report.
+//!
+//! The `difftest` binary runs campaigns from the command line.
+
+pub mod diff;
+pub mod exprs;
+pub mod kernel;
+pub mod libpcap;
+pub mod packets;
+pub mod pool;
+pub mod rng;
+
+pub use rng::Rng;

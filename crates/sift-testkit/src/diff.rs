@@ -1,0 +1,973 @@
+//! The differential harness: random expressions × random packets, libpcap
+//! 1.10.3 (unoptimized) against every sift engine and the kernel.
+//!
+//! For each generated expression (link types rotate over EN10MB, RAW, IPV4,
+//! IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2; a netmask is given sometimes):
+//!
+//! 1. libpcap compiles it unoptimized; sift parses and lowers it. Both must
+//!    accept or both reject (a [known difference](KNOWN_DIFFERENCES) may
+//!    exempt a case, always with a reason).
+//! 2. When both accept: sift's predicate is compiled to cBPF, which must
+//!    pass sift's validator and be accepted by the kernel's checker.
+//! 3. For each random packet: libpcap's `bpf_filter` on libpcap's program,
+//!    sift's reference evaluator on the predicate, and sift's interpreter on
+//!    sift's program must agree (verdict = return value ≠ 0); the kernel
+//!    running sift's program must agree with libpcap's program on the same
+//!    bytes with `wire_len = data.len()` (the kernel cannot see another wire
+//!    length).
+//!
+//! Every disagreement is recorded with a minimal reproduction: expression,
+//! link type, netmask, packet hex (shrunk by truncating from the end while
+//! the disagreement persists), wire length and each engine's verdict.
+//!
+//! The sift side is behind the [`Engines`] trait so the harness itself can be
+//! tested with stand-ins; [`SiftEngines`] is the real pipeline.
+
+use crate::exprs::{self, ExprOptions};
+use crate::kernel::{self, KernelFilter};
+use crate::libpcap::{self, CheckedProgram};
+use crate::packets;
+use crate::rng::Rng;
+use sift_bpf::insn::Insn;
+use sift_ir::{LinkType, LowerOptions, PacketView, Pred};
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The link types a campaign rotates over.
+pub const LINK_TYPES: [LinkType; 8] = [
+    LinkType::EN10MB,
+    LinkType::RAW,
+    LinkType::IPV4,
+    LinkType::IPV6,
+    LinkType::NULL,
+    LinkType::LOOP,
+    LinkType::LINUX_SLL,
+    LinkType::LINUX_SLL2,
+];
+
+/// The snapshot length both compilers use (the accept return value).
+pub const SNAPLEN: u32 = libpcap::DEFAULT_SNAPLEN;
+
+/// Netmasks handed to both compilers when one is used.
+const NETMASKS: [u32; 6] = [0xffff_ff00, 0xffff_0000, 0xff00_0000, 0, 0xffff_fffc, 0xffff_ffff];
+
+/// A runnable program prepared by [`Engines::interpreter`].
+pub type Interp = Box<dyn Fn(&[u8], u32) -> u32>;
+
+/// The sift side of the comparison.
+pub trait Engines: Sync {
+    /// Parses and lowers an expression (errors as text).
+    fn lower(&self, expr: &str, opts: &LowerOptions) -> Result<Pred, String>;
+    /// The reference evaluator's verdict.
+    fn eval(&self, pred: &Pred, data: &[u8], wire_len: u32) -> bool {
+        sift_ir::eval::matches(pred, PacketView { data, wire_len })
+    }
+    /// Compiles a predicate to classic BPF.
+    fn codegen(&self, pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, String>;
+    /// Checks a program with sift's (kernel-rules) validator.
+    fn validate(&self, prog: &[Insn]) -> Result<(), String>;
+    /// Prepares sift's interpreter for a program.
+    fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String>;
+}
+
+/// The real sift pipeline: `sift_syntax::parse` + `sift_ir::lower`, the
+/// reference evaluator, `sift_bpf` codegen, validator and interpreter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SiftEngines;
+
+impl Engines for SiftEngines {
+    fn lower(&self, expr: &str, opts: &LowerOptions) -> Result<Pred, String> {
+        let filter = sift_syntax::parse(expr).map_err(|e| e.to_string())?;
+        sift_ir::lower(&filter, opts).map_err(|e| e.to_string())
+    }
+
+    fn codegen(&self, pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, String> {
+        let _ = (pred, snaplen);
+        Err("sift_bpf::codegen is not available yet".into())
+    }
+
+    fn validate(&self, prog: &[Insn]) -> Result<(), String> {
+        let _ = prog;
+        Err("sift_bpf::validate is not available yet".into())
+    }
+
+    fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String> {
+        let _ = prog;
+        Err("sift_bpf::interp is not available yet".into())
+    }
+}
+
+/// A documented, accepted difference between libpcap 1.10.3 and sift.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownDifference {
+    /// Why the difference is accepted.
+    pub reason: &'static str,
+    /// Does it apply to this accept/reject disagreement? Arguments: the
+    /// expression, libpcap's result (error text or `None` if accepted) and
+    /// sift's (likewise).
+    pub applies: fn(expr: &str, libpcap_err: Option<&str>, sift_err: Option<&str>) -> bool,
+}
+
+/// Accept/reject differences that are intended. Keep this list short and
+/// every entry justified.
+pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[KnownDifference {
+    reason: "libpcap 1.10.3 accepts out-of-range protocol numbers (ip/ip6 proto > 255, ether proto > 65535) \
+             that libpcap master rejects; sift rejects them like master (research notes §1.12)",
+    applies: |expr, lib, sift| {
+        lib.is_none() && sift.is_some() && {
+            let e = expr.to_ascii_lowercase();
+            ["proto 256", "proto 0x100", "proto 65536", "proto 0x10000", "proto 4294967295", "proto 0xffffffff"]
+                .iter()
+                .any(|n| e.contains(n))
+        }
+    },
+}];
+
+/// What kind of disagreement was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// libpcap accepted and sift rejected the expression, or the reverse.
+    AcceptReject,
+    /// sift could not compile its predicate to cBPF.
+    Codegen,
+    /// sift's cBPF failed sift's own validator.
+    Validate,
+    /// sift's interpreter refused sift's program.
+    Interp,
+    /// The kernel's checker refused sift's program.
+    KernelRefused,
+    /// The kernel could not be used for a system reason.
+    KernelError,
+    /// Packet verdicts differ.
+    Verdict,
+    /// A sift component panicked.
+    Panic,
+    /// libpcap's own program could not be run safely (harness problem).
+    Oracle,
+}
+
+/// Each engine's verdict on a reproduction packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdicts {
+    /// libpcap `bpf_filter` on libpcap's program, with the packet's wire length.
+    pub libpcap: bool,
+    /// sift's reference evaluator.
+    pub eval: Option<bool>,
+    /// sift's interpreter on sift's program.
+    pub interp: Option<bool>,
+    /// libpcap with `wire_len = data.len()` (what the kernel is compared with).
+    pub libpcap_kernel_len: Option<bool>,
+    /// The kernel on sift's program.
+    pub kernel: Option<bool>,
+}
+
+impl Verdicts {
+    fn disagree(&self) -> bool {
+        let main = [self.eval, self.interp].iter().flatten().any(|v| *v != self.libpcap);
+        let kern = matches!((self.kernel, self.libpcap_kernel_len), (Some(k), Some(l)) if k != l);
+        main || kern
+    }
+}
+
+/// A minimal reproduction of a verdict disagreement.
+#[derive(Clone, Debug)]
+pub struct PacketRepro {
+    /// The (shrunk) captured bytes.
+    pub data: Vec<u8>,
+    /// The wire length used for libpcap, the evaluator and the interpreter.
+    pub wire_len: u32,
+    /// The captured length before shrinking.
+    pub original_len: usize,
+    /// The verdicts on the shrunk packet.
+    pub verdicts: Verdicts,
+}
+
+/// One disagreement.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    /// What went wrong.
+    pub kind: Kind,
+    /// The expression.
+    pub expr: String,
+    /// The link type.
+    pub linktype: LinkType,
+    /// The netmask given to both compilers.
+    pub netmask: Option<u32>,
+    /// libpcap's compile error, if it rejected.
+    pub libpcap: Option<String>,
+    /// sift's message (error, panic, or detail).
+    pub sift: Option<String>,
+    /// The packet, for verdict disagreements.
+    pub packet: Option<PacketRepro>,
+    /// A diagnostic hint (e.g. the kernel-divergent operation sift's
+    /// program executed on the packet).
+    pub note: Option<String>,
+}
+
+/// Campaign parameters.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    /// Seed of everything random.
+    pub seed: u64,
+    /// Number of expressions.
+    pub n_exprs: usize,
+    /// Packets per accepted expression.
+    pub packets_per_expr: usize,
+    /// Also run sift's programs in the kernel.
+    pub with_kernel: bool,
+    /// Only this link type (else rotate over [`LINK_TYPES`]).
+    pub linktype: Option<LinkType>,
+    /// Worker threads (0 = available parallelism).
+    pub threads: usize,
+    /// How many disagreements to keep with full details (all are counted).
+    pub max_details: usize,
+}
+
+impl Campaign {
+    /// A campaign with the given core parameters, all link types, automatic
+    /// threads and up to 50 detailed disagreements.
+    pub fn new(seed: u64, n_exprs: usize, packets_per_expr: usize, with_kernel: bool) -> Campaign {
+        Campaign { seed, n_exprs, packets_per_expr, with_kernel, linktype: None, threads: 0, max_details: 50 }
+    }
+}
+
+/// The outcome of a campaign.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The seed.
+    pub seed: u64,
+    /// Expressions generated.
+    pub generated: usize,
+    /// Accepted by libpcap.
+    pub libpcap_accepted: usize,
+    /// Rejected by libpcap.
+    pub libpcap_rejected: usize,
+    /// Accepted by sift (parse + lower).
+    pub sift_accepted: usize,
+    /// Rejected by sift.
+    pub sift_rejected: usize,
+    /// Accepted by both (packets were compared).
+    pub both_accepted: usize,
+    /// Accept/reject disagreements exempted by [`KNOWN_DIFFERENCES`], by reason.
+    pub exempted: BTreeMap<&'static str, usize>,
+    /// Packets run.
+    pub packets: usize,
+    /// Packets libpcap accepted (the match rate).
+    pub libpcap_matches: usize,
+    /// Verdicts of the reference evaluator compared with libpcap.
+    pub eval_compared: usize,
+    /// Verdicts of sift's interpreter compared with libpcap.
+    pub interp_compared: usize,
+    /// Verdicts of the kernel compared with libpcap.
+    pub kernel_compared: usize,
+    /// Number of disagreements by kind (all of them).
+    pub by_kind: BTreeMap<Kind, usize>,
+    /// Detailed disagreements (at most `max_details`).
+    pub disagreements: Vec<Disagreement>,
+    /// Accepted expressions per link type.
+    pub accepted_by_linktype: BTreeMap<u32, usize>,
+    /// libpcap error messages by frequency (a sample of why it rejected).
+    pub libpcap_errors: BTreeMap<String, usize>,
+}
+
+impl Report {
+    /// Total number of disagreements.
+    pub fn total_disagreements(&self) -> usize {
+        self.by_kind.values().sum()
+    }
+
+    /// The one-line summary.
+    pub fn summary(&self) -> String {
+        let engines = if self.kernel_compared > 0 { 4 } else { 3 };
+        format!(
+            "differential: {} expressions, {} packet verdicts x {} engines, {} disagreements",
+            self.generated,
+            self.packets,
+            engines,
+            self.total_disagreements()
+        )
+    }
+
+    fn merge(&mut self, other: Report, max_details: usize) {
+        self.generated += other.generated;
+        self.libpcap_accepted += other.libpcap_accepted;
+        self.libpcap_rejected += other.libpcap_rejected;
+        self.sift_accepted += other.sift_accepted;
+        self.sift_rejected += other.sift_rejected;
+        self.both_accepted += other.both_accepted;
+        for (k, v) in other.exempted {
+            *self.exempted.entry(k).or_default() += v;
+        }
+        self.packets += other.packets;
+        self.libpcap_matches += other.libpcap_matches;
+        self.eval_compared += other.eval_compared;
+        self.interp_compared += other.interp_compared;
+        self.kernel_compared += other.kernel_compared;
+        for (k, v) in other.by_kind {
+            *self.by_kind.entry(k).or_default() += v;
+        }
+        for d in other.disagreements {
+            if self.disagreements.len() < max_details {
+                self.disagreements.push(d);
+            }
+        }
+        for (k, v) in other.accepted_by_linktype {
+            *self.accepted_by_linktype.entry(k).or_default() += v;
+        }
+        for (k, v) in other.libpcap_errors {
+            *self.libpcap_errors.entry(k).or_default() += v;
+        }
+    }
+
+    fn record(&mut self, d: Disagreement, max_details: usize) {
+        *self.by_kind.entry(d.kind).or_default() += 1;
+        if self.disagreements.len() < max_details {
+            self.disagreements.push(d);
+        }
+    }
+}
+
+fn pct(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
+}
+
+fn hex(data: &[u8]) -> String {
+    let mut s = String::with_capacity(data.len() * 2);
+    for b in data {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn verdict(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "accept",
+        Some(false) => "reject",
+        None => "-",
+    }
+}
+
+impl fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "[{:?}] linktype {} netmask {}", self.kind, self.linktype, match self.netmask {
+            Some(m) => format!("{m:#010x}"),
+            None => "unknown".into(),
+        })?;
+        writeln!(f, "  expression: {:?}", self.expr)?;
+        if let Some(e) = &self.libpcap {
+            writeln!(f, "  libpcap:    {e}")?;
+        }
+        if let Some(e) = &self.sift {
+            writeln!(f, "  sift:       {e}")?;
+        }
+        if let Some(n) = &self.note {
+            writeln!(f, "  note:       {n}")?;
+        }
+        if let Some(p) = &self.packet {
+            writeln!(f, "  packet:     {} ({} of {} captured bytes kept), wire_len {}", hex(&p.data), p.data.len(), p.original_len, p.wire_len)?;
+            let v = &p.verdicts;
+            writeln!(
+                f,
+                "  verdicts:   libpcap {}, eval {}, interp {}; kernel {} vs libpcap(wire_len={}) {}",
+                verdict(Some(v.libpcap)),
+                verdict(v.eval),
+                verdict(v.interp),
+                verdict(v.kernel),
+                p.data.len(),
+                verdict(v.libpcap_kernel_len)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "seed {}", self.seed)?;
+        writeln!(
+            f,
+            "expressions: {} generated; libpcap accepted {} ({:.1}%), rejected {}; sift accepted {}, rejected {}; both accepted {}",
+            self.generated,
+            self.libpcap_accepted,
+            pct(self.libpcap_accepted, self.generated),
+            self.libpcap_rejected,
+            self.sift_accepted,
+            self.sift_rejected,
+            self.both_accepted
+        )?;
+        let per_lt: Vec<String> = self
+            .accepted_by_linktype
+            .iter()
+            .map(|(lt, n)| format!("{} {n}", LinkType(*lt)))
+            .collect();
+        writeln!(f, "accepted by link type: {}", per_lt.join(", "))?;
+        writeln!(
+            f,
+            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, interp {}, kernel {}",
+            self.packets,
+            pct(self.libpcap_matches, self.packets),
+            self.eval_compared,
+            self.interp_compared,
+            self.kernel_compared
+        )?;
+        for (reason, n) in &self.exempted {
+            writeln!(f, "exempted {n}: {reason}")?;
+        }
+        if !self.by_kind.is_empty() {
+            let kinds: Vec<String> = self.by_kind.iter().map(|(k, n)| format!("{k:?} {n}")).collect();
+            writeln!(f, "disagreements by kind: {}", kinds.join(", "))?;
+        }
+        for d in &self.disagreements {
+            write!(f, "\n{d}")?;
+        }
+        if self.disagreements.len() < self.total_disagreements() {
+            writeln!(f, "\n({} more disagreements not shown)", self.total_disagreements() - self.disagreements.len())?;
+        }
+        writeln!(f, "{}", self.summary())
+    }
+}
+
+/// The link type, netmask and expression of the `index`-th expression of a
+/// campaign (a pure function of the seed and index, so any case can be
+/// regenerated alone).
+pub fn case(seed: u64, index: usize, linktype: Option<LinkType>) -> (LinkType, Option<u32>, String) {
+    let mut rng = Rng::fork(seed, index as u64 * 2);
+    let lt = linktype.unwrap_or(LINK_TYPES[index % LINK_TYPES.len()]);
+    let netmask = if rng.chance(0.25) { Some(*rng.pick(&NETMASKS)) } else { None };
+    let opts = ExprOptions { linktype: lt, netmask_known: netmask.is_some(), max_depth: 3 };
+    let expr = exprs::random_expr_with(&mut rng, &opts);
+    (lt, netmask, expr)
+}
+
+/// Runs a campaign with the real sift pipeline (see the module docs).
+pub fn run_campaign(seed: u64, n_exprs: usize, packets_per_expr: usize, with_kernel: bool) -> Report {
+    run(&Campaign::new(seed, n_exprs, packets_per_expr, with_kernel), &SiftEngines)
+}
+
+/// Runs a campaign against any [`Engines`], in parallel.
+pub fn run(c: &Campaign, engines: &dyn Engines) -> Report {
+    let threads = if c.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        c.threads
+    }
+    .clamp(1, 64);
+    let mut report = Report { seed: c.seed, ..Report::default() };
+    if threads == 1 || c.n_exprs < 2 {
+        let part = run_range(c, engines, 0, c.n_exprs);
+        report.merge(part, c.max_details);
+        return report;
+    }
+    // Interleave expressions over workers in chunks; merge in index order
+    // so the report is independent of the thread count.
+    let chunk = 64;
+    let chunks: Vec<(usize, usize)> =
+        (0..c.n_exprs).step_by(chunk).map(|s| (s, (s + chunk).min(c.n_exprs))).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut parts: Vec<(usize, Report)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(a, b)) = chunks.get(i) else { break };
+                        mine.push((a, run_range(c, engines, a, b)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    parts.sort_by_key(|p| p.0);
+    for (_, p) in parts {
+        report.merge(p, c.max_details);
+    }
+    report
+}
+
+/// Per-worker state: one kernel socket pair reused for every program.
+struct Worker {
+    kernel: Option<KernelFilter>,
+}
+
+fn run_range(c: &Campaign, engines: &dyn Engines, from: usize, to: usize) -> Report {
+    let mut report = Report::default();
+    let mut worker = Worker { kernel: None };
+    for i in from..to {
+        let (lt, netmask, expr) = case(c.seed, i, c.linktype);
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            one_expression(c, engines, &mut worker, &mut report, i, lt, netmask, &expr)
+        }));
+        if let Err(panic) = outcome {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            report.record(
+                Disagreement {
+                    kind: Kind::Panic,
+                    expr: expr.clone(),
+                    linktype: lt,
+                    netmask,
+                    libpcap: None,
+                    sift: Some(format!("panicked: {msg}")),
+                    packet: None,
+                    note: None,
+                },
+                c.max_details,
+            );
+        }
+    }
+    report
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_expression(
+    c: &Campaign,
+    engines: &dyn Engines,
+    worker: &mut Worker,
+    report: &mut Report,
+    index: usize,
+    lt: LinkType,
+    netmask: Option<u32>,
+    expr: &str,
+) {
+    report.generated += 1;
+    let dis = |kind, lib: Option<String>, sift: Option<String>, packet| Disagreement {
+        kind,
+        expr: expr.to_string(),
+        linktype: lt,
+        netmask,
+        libpcap: lib,
+        sift,
+        packet,
+        note: None,
+    };
+    let lib = libpcap::compile(expr, lt.0, SNAPLEN, netmask, false);
+    let opts = LowerOptions { linktype: lt, netmask, ..LowerOptions::default() };
+    let sift = engines.lower(expr, &opts);
+    match &lib {
+        Ok(_) => report.libpcap_accepted += 1,
+        Err(e) => {
+            report.libpcap_rejected += 1;
+            // Keep the error texts without the variable parts short.
+            let key: String = e.chars().take(60).collect();
+            *report.libpcap_errors.entry(key).or_default() += 1;
+        }
+    }
+    match &sift {
+        Ok(_) => report.sift_accepted += 1,
+        Err(_) => report.sift_rejected += 1,
+    }
+    let (lib_prog, pred) = match (lib, sift) {
+        (Ok(p), Ok(pred)) => (p, pred),
+        (Err(_), Err(_)) => return,
+        (l, s) => {
+            let le = l.err();
+            let se = s.err();
+            if let Some(k) = KNOWN_DIFFERENCES.iter().find(|k| (k.applies)(expr, le.as_deref(), se.as_deref())) {
+                *report.exempted.entry(k.reason).or_default() += 1;
+                return;
+            }
+            let le = Some(le.unwrap_or_else(|| "(accepted)".into()));
+            let se = Some(se.unwrap_or_else(|| "(accepted)".into()));
+            report.record(dis(Kind::AcceptReject, le, se, None), c.max_details);
+            return;
+        }
+    };
+    report.both_accepted += 1;
+    *report.accepted_by_linktype.entry(lt.0).or_default() += 1;
+    let lib_prog = match CheckedProgram::new(&lib_prog) {
+        Ok(p) => p,
+        Err(e) => {
+            report.record(dis(Kind::Oracle, Some(format!("libpcap program not runnable: {e}")), None, None), c.max_details);
+            return;
+        }
+    };
+
+    // sift's program, validated, interpreted, and attached to the kernel.
+    let mut interp: Option<Interp> = None;
+    let mut kernel_ok = false;
+    let mut sift_prog = Vec::new();
+    match engines.codegen(&pred, SNAPLEN) {
+        Err(e) => report.record(dis(Kind::Codegen, None, Some(e), None), c.max_details),
+        Ok(prog) => {
+            sift_prog.clone_from(&prog);
+            if let Err(e) = engines.validate(&prog) {
+                report.record(dis(Kind::Validate, None, Some(e), None), c.max_details);
+            }
+            match engines.interpreter(&prog) {
+                Ok(f) => interp = Some(f),
+                Err(e) => report.record(dis(Kind::Interp, None, Some(e), None), c.max_details),
+            }
+            if c.with_kernel {
+                let attached = match worker.kernel.as_mut() {
+                    Some(k) => k.set_program(&prog),
+                    None => KernelFilter::new(&prog).map(|k| {
+                        worker.kernel = Some(k);
+                    }),
+                };
+                match attached {
+                    Ok(()) => kernel_ok = true,
+                    Err(e) if kernel::is_rejected(&e) => {
+                        report.record(dis(Kind::KernelRefused, None, Some(e.to_string()), None), c.max_details)
+                    }
+                    Err(e) => report.record(dis(Kind::KernelError, None, Some(e.to_string()), None), c.max_details),
+                }
+            }
+        }
+    }
+    let kernel = if kernel_ok { worker.kernel.as_ref() } else { None };
+
+    let mut prng = Rng::fork(c.seed, index as u64 * 2 + 1);
+    let mut reported = false;
+    for _ in 0..c.packets_per_expr {
+        let (data, wire) = packets::random_packet(&mut prng, lt);
+        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), kernel, &data, wire);
+        report.packets += 1;
+        report.libpcap_matches += usize::from(v.verdicts.libpcap);
+        report.eval_compared += 1;
+        report.interp_compared += usize::from(v.verdicts.interp.is_some());
+        report.kernel_compared += usize::from(v.verdicts.kernel.is_some());
+        if let Err(e) = &v.kernel_err {
+            report.record(dis(Kind::KernelError, None, Some(e.clone()), None), c.max_details);
+        }
+        if v.verdicts.disagree() {
+            // Count every disagreeing packet; detail only the first per
+            // expression (shrunk).
+            if reported {
+                *report.by_kind.entry(Kind::Verdict).or_default() += 1;
+                continue;
+            }
+            reported = true;
+            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), kernel, &data, wire, &v.verdicts);
+            let note = match (repro.verdicts.kernel, repro.verdicts.libpcap_kernel_len) {
+                (Some(k), Some(l)) if k != l => kernel::divergence(&sift_prog, &repro.data)
+                    .map(|d| format!("sift's program on the kernel: {d}")),
+                _ => None,
+            };
+            let mut d = dis(Kind::Verdict, None, None, Some(repro));
+            d.note = note;
+            report.record(d, c.max_details);
+        }
+    }
+}
+
+struct Run {
+    verdicts: Verdicts,
+    kernel_err: Result<(), String>,
+}
+
+fn run_engines(
+    engines: &dyn Engines,
+    lib: &CheckedProgram,
+    pred: &Pred,
+    interp: Option<&Interp>,
+    kernel: Option<&KernelFilter>,
+    data: &[u8],
+    wire: u32,
+) -> Run {
+    let libpcap = lib.filter(data, wire) != 0;
+    let eval = Some(engines.eval(pred, data, wire));
+    let interp = interp.map(|f| f(data, wire) != 0);
+    let mut kernel_err = Ok(());
+    let (kernel_v, lib_k) = match kernel {
+        Some(k) => match k.accepts(data) {
+            Ok(v) => {
+                let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                (Some(v), Some(lib.filter(data, len) != 0))
+            }
+            Err(e) => {
+                kernel_err = Err(e.to_string());
+                (None, None)
+            }
+        },
+        None => (None, None),
+    };
+    Run {
+        verdicts: Verdicts { libpcap, eval, interp, libpcap_kernel_len: lib_k, kernel: kernel_v },
+        kernel_err,
+    }
+}
+
+/// Shrinks a disagreeing packet: the shortest prefix that still shows the
+/// same kind of disagreement (same engines disagreeing), keeping the wire
+/// length.
+#[allow(clippy::too_many_arguments)]
+fn shrink(
+    engines: &dyn Engines,
+    lib: &CheckedProgram,
+    pred: &Pred,
+    interp: Option<&Interp>,
+    kernel: Option<&KernelFilter>,
+    data: &[u8],
+    wire: u32,
+    original: &Verdicts,
+) -> PacketRepro {
+    let signature = |v: &Verdicts| {
+        (
+            v.eval.map(|e| e != v.libpcap),
+            v.interp.map(|e| e != v.libpcap),
+            match (v.kernel, v.libpcap_kernel_len) {
+                (Some(k), Some(l)) => Some(k != l),
+                _ => None,
+            },
+        )
+    };
+    let want = signature(original);
+    for len in 0..data.len() {
+        let cut = &data[..len];
+        let r = run_engines(engines, lib, pred, interp, kernel, cut, wire);
+        if r.verdicts.disagree() && signature(&r.verdicts) == want {
+            return PacketRepro { data: cut.to_vec(), wire_len: wire, original_len: data.len(), verdicts: r.verdicts };
+        }
+    }
+    PacketRepro { data: data.to_vec(), wire_len: wire, original_len: data.len(), verdicts: original.clone() }
+}
+
+/// Result of [`oracle_check`]: the kernel running libpcap's own programs
+/// against libpcap's interpreter.
+#[derive(Clone, Debug, Default)]
+pub struct OracleReport {
+    /// Expressions libpcap compiled.
+    pub programs: usize,
+    /// Programs the kernel's checker refused.
+    pub kernel_refused: usize,
+    /// Sample of refused expressions.
+    pub refused_samples: Vec<String>,
+    /// Packet verdicts compared.
+    pub compared: usize,
+    /// Verdicts libpcap accepted.
+    pub accepted: usize,
+    /// Disagreeing verdicts explained by a known kernel/libpcap semantic
+    /// difference on the executed path ([`kernel::divergence`]), by kind.
+    pub explained: BTreeMap<&'static str, usize>,
+    /// Disagreeing verdicts with no known explanation (oracle bugs).
+    pub unexplained: usize,
+    /// Sample disagreements: link type, expression, packet hex, libpcap's
+    /// verdict and the explanation (if any).
+    pub samples: Vec<(LinkType, String, String, bool, Option<String>)>,
+}
+
+impl fmt::Display for OracleReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let explained: usize = self.explained.values().sum();
+        writeln!(
+            f,
+            "oracle check: {} libpcap programs, {} refused by the kernel; {} verdicts compared ({:.1}% accepted), \
+             {} disagreements explained by known semantic differences, {} unexplained",
+            self.programs,
+            self.kernel_refused,
+            self.compared,
+            pct(self.accepted, self.compared),
+            explained,
+            self.unexplained
+        )?;
+        for (k, n) in &self.explained {
+            writeln!(f, "  explained {n}: {k}")?;
+        }
+        for s in &self.refused_samples {
+            writeln!(f, "  refused: {s}")?;
+        }
+        for (lt, expr, hex, lib, why) in &self.samples {
+            writeln!(
+                f,
+                "  {lt} {expr:?}\n    packet {hex}\n    libpcap {lib}, kernel {}; {}",
+                !lib,
+                why.as_deref().unwrap_or("UNEXPLAINED")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs libpcap's own unoptimized programs for random expressions in the
+/// kernel and compares with libpcap's interpreter (`wire_len = data.len()`).
+/// This checks the oracles against each other and catalogs where the kernel's
+/// classic BPF differs from libpcap's: every disagreement is classified with
+/// [`kernel::divergence`]; the unexplained ones would be bugs.
+pub fn oracle_check(seed: u64, n_exprs: usize, packets_per_expr: usize) -> OracleReport {
+    let mut r = OracleReport::default();
+    let mut kf: Option<KernelFilter> = None;
+    let mut explained_samples = 0;
+    for i in 0..n_exprs {
+        let (lt, netmask, expr) = case(seed, i, None);
+        let Ok(prog) = libpcap::compile(&expr, lt.0, SNAPLEN, netmask, false) else { continue };
+        r.programs += 1;
+        let Ok(checked) = CheckedProgram::new(&prog) else { continue };
+        let attached = match kf.as_mut() {
+            Some(k) => k.set_program(&prog),
+            None => KernelFilter::new(&prog).map(|k| kf = Some(k)),
+        };
+        if attached.is_err() {
+            r.kernel_refused += 1;
+            if r.refused_samples.len() < 10 {
+                r.refused_samples.push(format!("{lt}: {expr}"));
+            }
+            continue;
+        }
+        let Some(k) = kf.as_ref() else { continue };
+        let mut prng = Rng::fork(seed, i as u64 * 2 + 1);
+        for _ in 0..packets_per_expr {
+            let (data, _) = packets::random_packet(&mut prng, lt);
+            let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+            let l = checked.filter(&data, len) != 0;
+            let Ok(kv) = k.accepts(&data) else { continue };
+            r.compared += 1;
+            r.accepted += usize::from(l);
+            if kv == l {
+                continue;
+            }
+            let why = kernel::divergence(&prog, &data);
+            match why {
+                Some(d) => {
+                    let key = match d {
+                        kernel::Divergence::ShiftByX { .. } => "shift by X >= 32",
+                        kernel::Divergence::HugeOffset { .. } => "load offset >= 2^31",
+                    };
+                    *r.explained.entry(key).or_default() += 1;
+                    if explained_samples < 4 {
+                        explained_samples += 1;
+                        r.samples.push((lt, expr.clone(), hex(&data), l, Some(d.to_string())));
+                    }
+                }
+                None => {
+                    r.unexplained += 1;
+                    if r.samples.len() < 24 {
+                        r.samples.push((lt, expr.clone(), hex(&data), l, None));
+                    }
+                }
+            }
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sift_bpf::insn::op;
+
+    /// A stand-in "sift" that accepts only `less 100` (correctly) and
+    /// `ether[13] = 0` (wrongly lowered as a test of byte 12), on Ethernet.
+    struct Fake;
+
+    impl Engines for Fake {
+        fn lower(&self, expr: &str, opts: &LowerOptions) -> Result<Pred, String> {
+            use sift_ir::{CmpOp, Size, Value};
+            if opts.linktype != LinkType::EN10MB {
+                return Err("only Ethernet".into());
+            }
+            match expr {
+                "less 100" => Ok(Pred::test(Value::Len, CmpOp::Gt, Value::Const(100)).not()),
+                "ether[13] = 0" => Ok(Pred::eq(Value::load(Size::Byte, 12), 0)),
+                _ => Err("unsupported".into()),
+            }
+        }
+
+        fn codegen(&self, _pred: &Pred, _snaplen: u32) -> Result<Vec<Insn>, String> {
+            // libpcap's program for `less 100` stands for sift's codegen.
+            libpcap::compile("less 100", 1, SNAPLEN, None, false)
+        }
+
+        fn validate(&self, _prog: &[Insn]) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String> {
+            let p = CheckedProgram::new(prog)?;
+            Ok(Box::new(move |d, w| p.filter(d, w)))
+        }
+    }
+
+    fn fake_case(expr: &str) -> Report {
+        let c = Campaign { linktype: Some(LinkType::EN10MB), ..Campaign::new(1, 0, 300, true) };
+        let mut report = Report::default();
+        let mut worker = Worker { kernel: None };
+        one_expression(&c, &Fake, &mut worker, &mut report, 0, LinkType::EN10MB, None, expr);
+        report
+    }
+
+    #[test]
+    fn agreeing_engines_report_nothing() {
+        let r = fake_case("less 100");
+        assert_eq!(r.total_disagreements(), 0, "{r}");
+        assert_eq!(r.packets, 300);
+        assert_eq!(r.kernel_compared, 300);
+        assert!(r.libpcap_matches > 0);
+    }
+
+    #[test]
+    fn verdict_disagreements_are_found_and_shrunk() {
+        let r = fake_case("ether[13] = 0");
+        assert!(r.by_kind.get(&Kind::Verdict).copied().unwrap_or(0) > 0, "{r}");
+        let d = &r.disagreements[0];
+        let p = d.packet.as_ref().unwrap();
+        assert!(p.data.len() <= p.original_len);
+        // The shrunk packet still disagrees.
+        assert!(p.verdicts.disagree());
+        let text = r.to_string();
+        assert!(text.contains("packet:") && text.contains("verdicts:"), "{text}");
+    }
+
+    #[test]
+    fn accept_reject_disagreements() {
+        let r = fake_case("icmp");
+        assert_eq!(r.by_kind.get(&Kind::AcceptReject), Some(&1), "{r}");
+        let text = r.disagreements[0].to_string();
+        assert!(text.contains("(accepted)") && text.contains("unsupported"), "{text}");
+        // Both reject: fine.
+        let r = fake_case("tcp port 99999");
+        assert_eq!(r.total_disagreements(), 0, "{r}");
+    }
+
+    #[test]
+    fn known_differences_exempt() {
+        let k = &KNOWN_DIFFERENCES[0];
+        assert!((k.applies)("ip proto 256", None, Some("too big")));
+        assert!(!(k.applies)("ip proto 25", None, Some("too big")));
+        assert!(!(k.applies)("ip proto 256", Some("x"), Some("too big")));
+    }
+
+    #[test]
+    fn cases_are_reproducible() {
+        assert_eq!(case(5, 17, None), case(5, 17, None));
+        assert_eq!(case(5, 3, None).0, LINK_TYPES[3]);
+        assert_eq!(case(5, 3, Some(LinkType::RAW)).0, LinkType::RAW);
+    }
+
+    #[test]
+    fn parallel_runs_match_serial() {
+        struct Nothing;
+        impl Engines for Nothing {
+            fn lower(&self, _: &str, _: &LowerOptions) -> Result<Pred, String> {
+                Err("no".into())
+            }
+            fn codegen(&self, _: &Pred, _: u32) -> Result<Vec<Insn>, String> {
+                Ok(vec![Insn::stmt(op::RET | op::K, 0)])
+            }
+            fn validate(&self, _: &[Insn]) -> Result<(), String> {
+                Ok(())
+            }
+            fn interpreter(&self, _: &[Insn]) -> Result<Interp, String> {
+                Err("no".into())
+            }
+        }
+        let mut c = Campaign::new(3, 300, 1, false);
+        c.threads = 1;
+        let a = run(&c, &Nothing);
+        c.threads = 2;
+        let b = run(&c, &Nothing);
+        assert_eq!(a.to_string(), b.to_string());
+        assert_eq!(a.generated, 300);
+        assert_eq!(a.libpcap_accepted, a.by_kind.get(&Kind::AcceptReject).copied().unwrap_or(0));
+    }
+}
