@@ -83,18 +83,18 @@ impl Engines for SiftEngines {
     }
 
     fn codegen(&self, pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, String> {
-        let _ = (pred, snaplen);
-        Err("sift_bpf::codegen is not available yet".into())
+        let mut opts = sift_bpf::codegen::CodegenOptions::default();
+        opts.snaplen = snaplen;
+        sift_bpf::codegen::compile(pred, &opts).map_err(|e| e.to_string())
     }
 
     fn validate(&self, prog: &[Insn]) -> Result<(), String> {
-        let _ = prog;
-        Err("sift_bpf::validate is not available yet".into())
+        sift_bpf::validate::validate(prog).map_err(|e| e.to_string())
     }
 
     fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String> {
-        let _ = prog;
-        Err("sift_bpf::interp is not available yet".into())
+        let p = sift_bpf::interp::Program::new(prog).map_err(|e| e.to_string())?;
+        Ok(Box::new(move |data, wire_len| p.run(data, wire_len)))
     }
 }
 
