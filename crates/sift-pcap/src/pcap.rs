@@ -157,6 +157,7 @@ pub(crate) struct Cursor {
     pos: usize,
     le: bool,
     nanos: bool,
+    swapped: bool,
     record_len: usize,
     lengths: LengthOrder,
     linktype: u32,
@@ -180,6 +181,7 @@ impl Cursor {
             pos: FILE_HEADER_LEN,
             le: h.le,
             nanos: h.nanos,
+            swapped,
             record_len: if h.kuznetzov { 24 } else { 16 },
             lengths: h.lengths,
             linktype: h.linktype,
@@ -246,11 +248,7 @@ impl Cursor {
             )));
         }
         self.pos = data_start + caplen as usize;
-        let ts = if self.nanos {
-            Timestamp::from_pcap_nanos(secs, frac)
-        } else {
-            Timestamp::from_pcap_micros(secs, frac)
-        };
+        let ts = Timestamp::from_pcap(secs, frac, self.nanos, self.swapped);
         Some(Ok(RawRecord {
             data_start,
             caplen: caplen.min(self.snapshot),

@@ -34,10 +34,12 @@ pub struct Timestamp {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Repr {
-    /// pcap record with microsecond fraction.
-    Micro { secs: u32, frac: u32 },
+    /// pcap record with microsecond fraction. `swapped`: the file's byte
+    /// order differs from the host's, which changes how libpcap 1.10.3
+    /// widens the fields (see `libpcap_timeval`).
+    Micro { secs: u32, frac: u32, swapped: bool },
     /// pcap record with nanosecond fraction.
-    Nano { secs: u32, frac: u32 },
+    Nano { secs: u32, frac: u32, swapped: bool },
     /// pcapng: ticks since the epoch (minus the offset) in units of the
     /// raw `if_tsresol` byte `resol`.
     Ticks { ticks: u64, offset: i64, resol: u8 },
@@ -58,14 +60,27 @@ pub(crate) fn ticks_per_second(resol: u8) -> u64 {
 }
 
 impl Timestamp {
-    /// A pcap timestamp with a microsecond fraction (raw header fields).
+    /// A pcap timestamp with a microsecond fraction (raw header fields of
+    /// a file in the host's byte order).
     pub fn from_pcap_micros(secs: u32, usecs: u32) -> Timestamp {
-        Timestamp { repr: Repr::Micro { secs, frac: usecs } }
+        Timestamp { repr: Repr::Micro { secs, frac: usecs, swapped: false } }
     }
 
-    /// A pcap timestamp with a nanosecond fraction (raw header fields).
+    /// A pcap timestamp with a nanosecond fraction (raw header fields of a
+    /// file in the host's byte order).
     pub fn from_pcap_nanos(secs: u32, nsecs: u32) -> Timestamp {
-        Timestamp { repr: Repr::Nano { secs, frac: nsecs } }
+        Timestamp { repr: Repr::Nano { secs, frac: nsecs, swapped: false } }
+    }
+
+    /// A pcap timestamp read from a file; `swapped` tells whether the file's
+    /// byte order differs from the host's.
+    pub(crate) fn from_pcap(secs: u32, frac: u32, nanos: bool, swapped: bool) -> Timestamp {
+        let repr = if nanos {
+            Repr::Nano { secs, frac, swapped }
+        } else {
+            Repr::Micro { secs, frac, swapped }
+        };
+        Timestamp { repr }
     }
 
     /// A pcapng timestamp; `resol` is the raw `if_tsresol` option byte
@@ -77,22 +92,26 @@ impl Timestamp {
 
     /// The `struct timeval` libpcap 1.10.3 hands to its callers (`tv_sec` as
     /// a 64-bit `time_t`, `tv_usec` as a `long`) when the file is opened with
-    /// `precision`. This reproduces libpcap's arithmetic exactly, including
-    /// its sign extension of pcap's 32-bit fields, its truncating division,
-    /// and its wrapping 64-bit multiplications for binary pcapng resolutions.
+    /// `precision`. This reproduces libpcap's arithmetic exactly:
+    ///
+    /// * pcap: libpcap sign-extends the 32-bit seconds and fraction of a file
+    ///   in the host's byte order, but zero-extends them when it had to
+    ///   byte-swap them (its swap macro yields an unsigned value); the
+    ///   fraction is then scaled (×1000 or ÷1000, truncating) as is;
+    /// * pcapng: ticks are split with 64-bit wrapping arithmetic, including
+    ///   libpcap's overflowing multiplication for fine binary resolutions.
     pub fn libpcap_timeval(&self, precision: TsPrecision) -> (i64, i64) {
+        let widen = |v: u32, swapped: bool| if swapped { i64::from(v) } else { i64::from(v as i32) };
         match self.repr {
-            Repr::Micro { secs, frac } => {
-                let sec = i64::from(secs as i32);
-                let frac = i64::from(frac as i32);
+            Repr::Micro { secs, frac, swapped } => {
+                let (sec, frac) = (widen(secs, swapped), widen(frac, swapped));
                 match precision {
                     TsPrecision::Micro => (sec, frac),
                     TsPrecision::Nano => (sec, frac * 1000),
                 }
             }
-            Repr::Nano { secs, frac } => {
-                let sec = i64::from(secs as i32);
-                let frac = i64::from(frac as i32);
+            Repr::Nano { secs, frac, swapped } => {
+                let (sec, frac) = (widen(secs, swapped), widen(frac, swapped));
                 match precision {
                     TsPrecision::Micro => (sec, frac / 1000),
                     TsPrecision::Nano => (sec, frac),
@@ -121,7 +140,6 @@ impl Timestamp {
     /// Seconds and microseconds exactly as libpcap 1.10.3 delivers them when
     /// the file is opened with microsecond precision (tcpdump's default), as
     /// the 32-bit values `pcap_dump` writes to a microsecond pcap file.
-    /// Reinterpret the seconds as `i32` to get libpcap's (signed) `time_t`.
     pub fn micros(&self) -> (u32, u32) {
         let (s, f) = self.libpcap_timeval(TsPrecision::Micro);
         (s as u32, f as u32)
@@ -145,15 +163,15 @@ impl Timestamp {
     }
 
     /// The exact instant in nanoseconds since the Unix epoch, without
-    /// libpcap's truncations: pcap seconds are read as unsigned (as the
-    /// format specifies), an out-of-range fraction is kept as is, pcapng
+    /// libpcap's truncations: pcap seconds are unsigned (as the format
+    /// specifies), an out-of-range fraction is kept as is, pcapng
     /// ticks are divided exactly (sub-nanosecond parts are floored) and the
     /// interface offset is added without wrapping.
     pub fn as_unix_nanos(&self) -> i128 {
         const NS: i128 = 1_000_000_000;
         match self.repr {
-            Repr::Micro { secs, frac } => i128::from(secs) * NS + i128::from(frac) * 1000,
-            Repr::Nano { secs, frac } => i128::from(secs) * NS + i128::from(frac),
+            Repr::Micro { secs, frac, .. } => i128::from(secs) * NS + i128::from(frac) * 1000,
+            Repr::Nano { secs, frac, .. } => i128::from(secs) * NS + i128::from(frac),
             Repr::Ticks { ticks, offset, resol } => {
                 let per = i128::from(ticks_per_second(resol));
                 let ticks = i128::from(ticks);
@@ -193,20 +211,25 @@ mod tests {
     }
 
     #[test]
-    fn libpcap_signed_quirks() {
-        // A nanosecond field with the top bit set is negative for libpcap:
-        // it divides -1 by 1000 and gets 0.
+    fn libpcap_widening_quirks() {
+        // Host byte order: libpcap sign-extends, so a nanosecond field with
+        // the top bit set is negative and -1 / 1000 is 0.
         let t = Timestamp::from_pcap_nanos(5, 0xFFFF_FFFF);
         assert_eq!(t.micros(), (5, 0));
         let t = Timestamp::from_pcap_nanos(5, 0x8000_0000);
         assert_eq!(t.micros(), (5, (-2_147_483i32) as u32));
-        // A microsecond field scaled to nanoseconds keeps the low 32 bits.
-        let t = Timestamp::from_pcap_micros(5, 4_000_000_000);
-        assert_eq!(t.nanos().1, (-294_967_296i64 * 1000) as u32);
-        // Seconds after 2038 are negative for libpcap but exact here.
         let t = Timestamp::from_pcap_micros(0x8000_0000, 0);
         assert_eq!(t.libpcap_timeval(TsPrecision::Micro).0, -2_147_483_648);
         assert_eq!(t.as_unix_nanos(), 2_147_483_648 * 1_000_000_000);
+        // Other byte order: libpcap's swap yields unsigned values.
+        let t = Timestamp::from_pcap(5, 0xFFFF_FFFF, true, true);
+        assert_eq!(t.micros(), (5, 4_294_967));
+        let t = Timestamp::from_pcap(0x8000_0000, 0, false, true);
+        assert_eq!(t.libpcap_timeval(TsPrecision::Micro).0, 2_147_483_648);
+        // A microsecond field scaled to nanoseconds keeps its low 32 bits.
+        let t = Timestamp::from_pcap(5, 4_000_000_000, false, true);
+        assert_eq!(t.libpcap_timeval(TsPrecision::Nano), (5, 4_000_000_000_000));
+        assert_eq!(t.nanos().1, (4_000_000_000_000u64 & 0xFFFF_FFFF) as u32);
     }
 
     #[test]
