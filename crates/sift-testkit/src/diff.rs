@@ -83,8 +83,7 @@ impl Engines for SiftEngines {
     }
 
     fn codegen(&self, pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, String> {
-        let mut opts = sift_bpf::codegen::CodegenOptions::default();
-        opts.snaplen = snaplen;
+        let opts = sift_bpf::codegen::CodegenOptions { snaplen };
         sift_bpf::codegen::compile(pred, &opts).map_err(|e| e.to_string())
     }
 

@@ -541,7 +541,9 @@ impl Gen<'_> {
     // ----- relations -------------------------------------------------------
 
     fn relop(&mut self) -> &'static str {
-        *self.rng.weighted(&[(6, "="), (4, "=="), (6, "!="), (3, ">"), (3, "<"), (2, ">="), (2, "<=")])
+        const RELOPS: &[(u32, &str)] = &[(6, "="), (4, "=="), (6, "!="), (3, ">"), (3, "<"), (2, ">="), (2, "<=")];
+        let op: &&'static str = self.rng.weighted(RELOPS);
+        op
     }
 
     /// Writes `a op b`, with spaces unless both sides are safe to glue.
@@ -667,19 +669,23 @@ impl Gen<'_> {
     }
 
     fn shift_amount(&mut self) -> String {
-        match self.rng.below(20) {
+        match self.rng.below(24) {
             0..=13 => self.rng.below(32).to_string(),
             14 => "32".to_string(), // constant shift > 31: a compile error
             15..=18 => self.accessor(),
-            _ => format!("({} & 31)", self.accessor()),
+            19 | 20 => format!("({} & 31)", self.accessor()),
+            // Computed constants libpcap does not fold: run-time shifts by >= 32.
+            _ => (*self.rng.pick(&["-1", "(16 + 16)", "(31 + 1)", "- 33", "(0 - 32)"])).to_string(),
         }
     }
 
     fn divisor(&mut self) -> String {
-        match self.rng.below(20) {
+        match self.rng.below(22) {
             0..=11 => (1 + self.rng.below(16)).to_string(),
             12 => "0".to_string(), // constant division by zero: a compile error
             13 => "0xffffffff".to_string(),
+            // A computed zero: a run-time division by zero (rejects).
+            14 => (*self.rng.pick(&["(1 - 1)", "(len - len)", "(0 * 7)"])).to_string(),
             _ => self.accessor(),
         }
     }
@@ -708,8 +714,7 @@ impl Gen<'_> {
             14 => self.rng.pick(&["0xffffffff", "0x7fffffff", "0x80000000", "1500", "65535", "-1"]).to_string(),
             15 => "len - 4".to_string(),
             _ => {
-                let a = self.arith(1);
-                a
+                self.arith(1)
             }
         };
         let size = *self.rng.weighted(&[(10, ""), (3, ":1"), (5, ":2"), (4, ":4")]);
@@ -889,7 +894,7 @@ impl Gen<'_> {
 
     fn proto_value(&mut self) -> String {
         if self.rng.chance(0.3) {
-            return (*self.rng.pick(pool::PROTO_NAMES)).0.to_string();
+            return self.rng.pick(pool::PROTO_NAMES).0.to_string();
         }
         let p = *self.rng.pick(pool::IP_PROTOS);
         if self.rng.chance(0.1) {

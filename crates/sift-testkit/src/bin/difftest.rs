@@ -11,7 +11,15 @@
 
 use sift_ir::LinkType;
 use sift_testkit::diff::{self, Campaign};
+use std::io::Write as _;
 use std::process::ExitCode;
+
+/// Writes to stdout, ignoring errors (a closed pipe just ends the output).
+macro_rules! out {
+    ($($t:tt)*) => {{
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
 
 const USAGE: &str = "usage: difftest --seed N --count M [--packets P] [--no-kernel] [--linktype NAME]
                 [--threads T] [--details D] [--errors] [--oracle] [--print-exprs]
@@ -78,25 +86,25 @@ fn main() -> ExitCode {
         for i in 0..c.n_exprs {
             let (lt, mask, expr) = diff::case(c.seed, i, c.linktype);
             let mask = mask.map_or("-".to_string(), |m| format!("{m:#010x}"));
-            println!("{lt}\t{mask}\t{}", expr.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t"));
+            out!("{lt}\t{mask}\t{}\n", expr.replace('\\', "\\\\").replace('\n', "\\n").replace('\t', "\\t"));
         }
         return ExitCode::SUCCESS;
     }
     if args.oracle {
         let r = diff::oracle_check(c.seed, c.n_exprs, c.packets_per_expr);
-        print!("{r}");
+        out!("{r}");
         return if r.unexplained == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
     let start = std::time::Instant::now();
     let report = diff::run(c, &diff::SiftEngines);
     let secs = start.elapsed().as_secs_f64();
-    print!("{report}");
+    out!("{report}");
     if args.errors {
         let mut errs: Vec<_> = report.libpcap_errors.iter().collect();
         errs.sort_by(|a, b| b.1.cmp(a.1));
-        println!("libpcap compile errors:");
+        out!("libpcap compile errors:\n");
         for (e, n) in errs.iter().take(40) {
-            println!("  {n:6}  {e}");
+            out!("  {n:6}  {e}\n");
         }
     }
     eprintln!("{:.2} s, {:.0} expressions/s", secs, report.generated as f64 / secs.max(1e-9));
