@@ -1,0 +1,223 @@
+//! The libpcap bug-regression corpus (`bug-regressions.tsv`, 58 rows of
+//! expressions from bug reports and fix commits) against sift.
+//!
+//! For every row and every target it names (a DLT, or a capture whose link
+//! type is used): sift must compile the expression exactly when libpcap
+//! 1.10.3 does (rows needing a feature or link type that this phase does not
+//! support are reported as unsupported). When a capture is given, sift's
+//! verdicts must equal libpcap 1.10.3's unoptimized program (compiled live
+//! through the FFI oracle and run by libpcap's `bpf_filter`) on every packet
+//! and on every truncation of it (caplen 0..=len, wire length unchanged).
+//! For a bare DLT, the same check runs on structured random packets.
+//!
+//! Each compile (parse + lower + codegen) is timed and the slowest printed;
+//! nothing is asserted on time.
+
+mod testrun_common;
+
+use sift_ir::LinkType;
+use sift_testkit::libpcap::{self, CheckedProgram};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use testrun_common as common;
+
+/// Random packets for rows that name a link type but no capture.
+const RANDOM_PACKETS: usize = 1000;
+
+struct BugRow {
+    id: String,
+    target: String,
+    expr: String,
+}
+
+fn load_rows() -> Vec<BugRow> {
+    let path = common::data_dir().join("libpcap-tests/bug-regressions.tsv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("empty TSV").split('\t').collect();
+    assert_eq!(&header[..4], ["id", "url", "dlt_or_pcap", "expression"], "unexpected TSV header");
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert!(f.len() >= 4, "short TSV line: {l}");
+            BugRow { id: f[0].to_string(), target: f[2].to_string(), expr: f[3].to_string() }
+        })
+        .collect()
+}
+
+/// What a row is checked on.
+enum Target {
+    Dlt(String),
+    Capture(PathBuf),
+}
+
+/// `tcpdump/x.pcap`, `EN10MB`, `IPV4 / EN10MB`, `libpcap-filter/x.pcap (MTP2)`, `NULL (savefile)`.
+fn parse_targets(s: &str) -> Vec<Target> {
+    s.split(" / ")
+        .map(|part| {
+            let part = part.trim();
+            let bare = match part.find(" (") {
+                Some(at) if part.ends_with(')') => &part[..at],
+                _ => part,
+            };
+            if bare.ends_with(".pcap") || bare.ends_with(".pcapng") {
+                Target::Capture(common::data_dir().join("pcaps").join(bare))
+            } else {
+                Target::Dlt(bare.to_string())
+            }
+        })
+        .collect()
+}
+
+enum Verdict {
+    Pass(String),
+    Unsupported(String),
+    Fail(String),
+}
+
+/// Checks sift against the oracle on packets (and all their truncations when
+/// `truncations`). Returns the number of packet views compared.
+fn compare(
+    sift: &common::SiftFilter,
+    oracle: &CheckedProgram,
+    packets: &[(Vec<u8>, u32)],
+    truncations: bool,
+) -> Result<usize, String> {
+    let mut n = 0usize;
+    for (p, (data, wire)) in packets.iter().enumerate() {
+        let lens: Vec<usize> = if truncations { (0..=data.len()).collect() } else { vec![data.len()] };
+        for caplen in lens {
+            let d = &data[..caplen];
+            let want = oracle.filter(d, *wire);
+            let got = common::sift_run(&sift.program, d, *wire);
+            let eval = common::sift_eval(&sift.pred, d, *wire);
+            n += 1;
+            if got != want || eval != (want != 0) {
+                return Err(format!(
+                    "packet {} caplen {caplen} (of {}, wire {wire}): libpcap 1.10.3 {want}, sift program {got}, evaluator {eval}; hex {}",
+                    p + 1,
+                    data.len(),
+                    common::hex(d, 128)
+                ));
+            }
+        }
+    }
+    Ok(n)
+}
+
+#[test]
+fn bug_regressions() {
+    if !common::require_data() {
+        return;
+    }
+    let rows = load_rows();
+    let mut slowest: Vec<(Duration, String)> = Vec::new();
+    let (mut pass, mut unsupported, mut fail) = (0usize, 0usize, 0usize);
+    let mut failures = Vec::new();
+    let mut compiles = 0usize;
+    let mut views = 0usize;
+    for (row_no, row) in rows.iter().enumerate() {
+        let mut verdicts = Vec::new();
+        for target in parse_targets(&row.target) {
+            let (lt, snaplen, packets, truncations, where_) = match &target {
+                Target::Dlt(name) => {
+                    let Some(lt) = LinkType::from_name(name) else {
+                        verdicts.push(Verdict::Fail(format!("unknown DLT '{name}'")));
+                        continue;
+                    };
+                    let mut rng = sift_testkit::Rng::fork(0xb065_0001, row_no as u64);
+                    let pk: Vec<(Vec<u8>, u32)> = if common::is_supported_dlt(name) {
+                        (0..RANDOM_PACKETS).map(|_| sift_testkit::packets::random_packet(&mut rng, lt)).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    (lt, common::DEFAULT_SNAPLEN, pk, false, name.clone())
+                }
+                Target::Capture(path) => match common::read_capture(path) {
+                    Ok(c) => {
+                        let file = path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+                        (c.linktype, c.snaplen, c.packets, true, file)
+                    }
+                    Err(e) => {
+                        verdicts.push(Verdict::Fail(format!("{}: {e}", path.display())));
+                        continue;
+                    }
+                },
+            };
+            let lt_name = lt.name().unwrap_or("?");
+            if !common::is_supported_dlt(lt_name) {
+                verdicts.push(Verdict::Unsupported(format!("link type {lt_name}")));
+                continue;
+            }
+            let t0 = Instant::now();
+            let sift = common::sift_compile(&row.expr, lt, snaplen, None);
+            let took = t0.elapsed();
+            compiles += 1;
+            slowest.push((took, format!("{} on {where_}", row.id)));
+            let oracle = libpcap::compile(&row.expr, lt.0, snaplen, None, false);
+            let v = match (sift, oracle) {
+                (Err(e), oracle) => match common::unsupported_feature(&row.expr) {
+                    Some(family) => Verdict::Unsupported(format!("{family} ({e})")),
+                    None => match oracle {
+                        Err(oe) => Verdict::Pass(format!("{where_}: rejected like 1.10.3 ({oe})")),
+                        Ok(_) => Verdict::Fail(format!("{where_}: sift rejects ({e}); libpcap 1.10.3 compiles it")),
+                    },
+                },
+                (Ok(_), Err(oe)) => Verdict::Fail(format!("{where_}: sift compiles; libpcap 1.10.3 rejects ({oe})")),
+                (Ok(s), Ok(o)) => match CheckedProgram::new_allow_backward(&o) {
+                    Err(e) => Verdict::Fail(format!("{where_}: 1.10.3's program fails the check: {e}")),
+                    Ok(o) => match compare(&s, &o, &packets, truncations) {
+                        Ok(n) => {
+                            views += n;
+                            Verdict::Pass(format!(
+                                "{where_}: {} packets{}, {n} views agree",
+                                packets.len(),
+                                if truncations { " x all truncations" } else { " (random)" }
+                            ))
+                        }
+                        Err(e) => Verdict::Fail(format!("{where_} ({lt_name}): {e}")),
+                    },
+                },
+            };
+            verdicts.push(v);
+        }
+        let text = |v: &Verdict| match v {
+            Verdict::Pass(s) | Verdict::Unsupported(s) | Verdict::Fail(s) => s.clone(),
+        };
+        let all: Vec<String> = verdicts.iter().map(text).collect();
+        let (status, counter) = if verdicts.is_empty() || verdicts.iter().any(|v| matches!(v, Verdict::Fail(_))) {
+            ("FAIL", &mut fail)
+        } else if verdicts.iter().any(|v| matches!(v, Verdict::Unsupported(_))) {
+            ("unsupported", &mut unsupported)
+        } else {
+            ("pass", &mut pass)
+        };
+        *counter += 1;
+        println!("{status:<11} {:<22} {:?}: {}", row.id, row.expr, all.join("; "));
+        if status == "FAIL" {
+            failures.push(format!(
+                "{} (expression {:?}, target {}): {}",
+                row.id,
+                row.expr,
+                row.target,
+                all.join("; ")
+            ));
+        }
+    }
+    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    println!("\nslowest compiles (parse+lower+codegen):");
+    for (d, what) in slowest.iter().take(5) {
+        println!("  {:>10.3} ms  {what}", d.as_secs_f64() * 1e3);
+    }
+    for f in &failures {
+        println!("FAIL {f}");
+    }
+    let slow = slowest.first().map_or_else(|| "none".to_string(), |(d, w)| format!("{:.3} ms ({w})", d.as_secs_f64() * 1e3));
+    println!(
+        "\nbug regressions: {} rows: {pass} pass, {unsupported} unsupported (next issue), {fail} fail; \
+         {compiles} sift compiles, {views} packet views compared; slowest compile {slow}",
+        rows.len()
+    );
+    assert_eq!(fail, 0, "bug-regression failures; see the output above");
+}

@@ -1,0 +1,763 @@
+//! Shared helpers of the libpcap conformance suites (`testrun_rows.rs`,
+//! `bug_regressions.rs`): data locations, a reader for libpcap's `-d`
+//! program text, a flat-JSON line reader, a minimal pcap/pcapng reader, the
+//! list of features that are not supported yet, and the sift pipeline
+//! (parse → lower → codegen) with its two engines.
+//!
+//! Everything here is private test code: the testkit's library is owned by
+//! another engineer, so small helpers that it does not offer live here.
+#![allow(dead_code)]
+
+use sift_bpf::insn::op;
+use sift_bpf::Insn;
+use sift_ir::{LinkType, Pred};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The link types this phase supports (TESTrun DLT names).
+pub const SUPPORTED_DLTS: &[&str] = &["EN10MB", "RAW", "IPV4", "IPV6", "NULL", "LOOP", "LINUX_SLL", "LINUX_SLL2"];
+
+/// libpcap's default snapshot length (the `ret` of accepting programs).
+pub const DEFAULT_SNAPLEN: u32 = 262_144;
+
+/// The shared data directory (`$SIFT_SHARED_DATA`, default `/work/shared/data`).
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("SIFT_SHARED_DATA").map_or_else(|| PathBuf::from("/work/shared/data"), PathBuf::from)
+}
+
+/// Is the shared data present? The suites fail loudly without it, unless
+/// `SIFT_SKIP_DATA_TESTS=1` says the environment has no data on purpose.
+pub fn require_data() -> bool {
+    if data_dir().join("libpcap-tests").is_dir() {
+        return true;
+    }
+    if std::env::var("SIFT_SKIP_DATA_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("shared data not found under {}: skipped (SIFT_SKIP_DATA_TESTS=1)", data_dir().display());
+        return false;
+    }
+    panic!(
+        "shared data not found under {} (set SIFT_SHARED_DATA, or SIFT_SKIP_DATA_TESTS=1 to skip)",
+        data_dir().display()
+    );
+}
+
+/// Is `dlt` (a TESTrun DLT name) supported in this phase?
+pub fn is_supported_dlt(dlt: &str) -> bool {
+    SUPPORTED_DLTS.contains(&dlt)
+}
+
+// ---------------------------------------------------------------------------
+// Features that are "not supported yet" in this phase.
+
+/// Keywords of primitives that are out of scope in this phase, with the
+/// feature family they belong to (for the per-family counts).
+const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
+    ("vlan", "vlan"),
+    ("mpls", "mpls"),
+    ("pppoed", "pppoe"),
+    ("pppoes", "pppoe"),
+    ("geneve", "geneve"),
+    ("vxlan", "vxlan"),
+    ("llc", "llc"),
+    // 802.11
+    ("wlan", "802.11"),
+    ("radio", "802.11"),
+    ("type", "802.11"),
+    ("subtype", "802.11"),
+    ("dir", "802.11"),
+    ("ra", "802.11"),
+    ("ta", "802.11"),
+    ("addr1", "802.11"),
+    ("addr2", "802.11"),
+    ("addr3", "802.11"),
+    ("addr4", "802.11"),
+    // pflog
+    ("on", "pflog"),
+    ("ifname", "pflog"),
+    ("rnr", "pflog"),
+    ("rulenum", "pflog"),
+    ("reason", "pflog"),
+    ("rset", "pflog"),
+    ("ruleset", "pflog"),
+    ("srnr", "pflog"),
+    ("subrulenum", "pflog"),
+    ("action", "pflog"),
+    // ATM
+    ("vpi", "atm"),
+    ("vci", "atm"),
+    ("lane", "atm"),
+    ("oam", "atm"),
+    ("oamf4", "atm"),
+    ("oamf4s", "atm"),
+    ("oamf4e", "atm"),
+    ("metac", "atm"),
+    ("bcc", "atm"),
+    ("sc", "atm"),
+    ("ilmic", "atm"),
+    ("connectmsg", "atm"),
+    ("metaconnect", "atm"),
+    // SS7 MTP2/MTP3
+    ("fisu", "mtp"),
+    ("lssu", "mtp"),
+    ("msu", "mtp"),
+    ("hfisu", "mtp"),
+    ("hlssu", "mtp"),
+    ("hmsu", "mtp"),
+    ("sio", "mtp"),
+    ("opc", "mtp"),
+    ("dpc", "mtp"),
+    ("sls", "mtp"),
+    ("hsio", "mtp"),
+    ("hopc", "mtp"),
+    ("hdpc", "mtp"),
+    ("hsls", "mtp"),
+    ("decnet", "decnet"),
+    // OSI
+    ("iso", "iso"),
+    ("esis", "iso"),
+    ("es-is", "iso"),
+    ("isis", "iso"),
+    ("is-is", "iso"),
+    ("clnp", "iso"),
+    ("l1", "iso"),
+    ("l2", "iso"),
+    ("iih", "iso"),
+    ("lsp", "iso"),
+    ("snp", "iso"),
+    ("csnp", "iso"),
+    ("psnp", "iso"),
+    ("protochain", "protochain"),
+    ("gateway", "gateway"),
+];
+
+/// The first out-of-scope feature family `expr` uses, if any (by keyword:
+/// words are runs of letters, digits, `-` and `_`, compared case-insensitively).
+pub fn unsupported_feature(expr: &str) -> Option<&'static str> {
+    for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')) {
+        if word.is_empty() {
+            continue;
+        }
+        let lower = word.to_ascii_lowercase();
+        if let Some((_, family)) = UNSUPPORTED_KEYWORDS.iter().find(|(k, _)| *k == lower) {
+            return Some(family);
+        }
+    }
+    None
+}
+
+/// Does a TESTrun `requires` value ask for /etc/hosts, ethers or networks entries?
+pub fn requires_names(requires: &str) -> bool {
+    requires.starts_with("configure the ")
+}
+
+// ---------------------------------------------------------------------------
+// The sift pipeline.
+
+/// sift's compiled filter: the predicate (reference semantics) and the program.
+pub struct SiftFilter {
+    /// The lowered predicate, run by the reference evaluator.
+    pub pred: Pred,
+    /// The classic BPF program, run by sift's interpreter.
+    pub program: Vec<Insn>,
+}
+
+/// Parses, lowers and compiles `expr` with sift. The error text says which
+/// stage failed.
+pub fn sift_compile(expr: &str, lt: LinkType, snaplen: u32, netmask: Option<u32>) -> Result<SiftFilter, String> {
+    let ast = sift_syntax::parse(expr).map_err(|e| format!("parse: {}", e.message))?;
+    let lopts = sift_ir::LowerOptions { linktype: lt, netmask, ..Default::default() };
+    let pred = sift_ir::lower(&ast, &lopts).map_err(|e| format!("lower: {}", e.message))?;
+    let copts = sift_bpf::codegen::CodegenOptions { snaplen, ..Default::default() };
+    let program = sift_bpf::codegen::compile(&pred, &copts).map_err(|e| format!("codegen: {e}"))?;
+    Ok(SiftFilter { pred, program })
+}
+
+/// Runs a program with sift's classic BPF interpreter.
+pub fn sift_run(prog: &[Insn], data: &[u8], wire_len: u32) -> u32 {
+    sift_bpf::interp::run(prog, data, wire_len)
+}
+
+/// Runs sift's reference evaluator on the predicate.
+pub fn sift_eval(pred: &Pred, data: &[u8], wire_len: u32) -> bool {
+    sift_ir::eval::matches(pred, sift_ir::PacketView { data, wire_len })
+}
+
+/// A dotted-quad netmask as the `u32` libpcap's `pcap_compile` takes
+/// (`255.255.255.0` = `0xffffff00`).
+pub fn parse_netmask(s: &str) -> Option<u32> {
+    s.parse::<std::net::Ipv4Addr>().ok().map(u32::from)
+}
+
+// ---------------------------------------------------------------------------
+// libpcap's `-d` program text (bpf_dump level 1).
+
+/// Names of the Linux ancillary-data loads as libpcap prints them, in the
+/// order of their offsets `SKF_AD_OFF + 4 * i`.
+const ANCILLARY: [&str; 16] = [
+    "proto", "type", "ifidx", "nla", "nlan", "mark", "queue", "hatype", "rxhash", "cpu", "xor_x", "vlan_tci", "vlanp",
+    "poff", "random", "vlan_tpid",
+];
+const SKF_AD_OFF: u32 = 0xffff_f000;
+
+/// A decimal (possibly negative) or `0x` hexadecimal number, as a `u32`
+/// (negative values wrap, as libpcap prints `k` with `%d`).
+fn parse_num(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u32::from_str_radix(h, 16).ok();
+    }
+    let v: i64 = s.parse().ok()?;
+    if v < i64::from(i32::MIN) || v > i64::from(u32::MAX) {
+        return None;
+    }
+    Some(v as u32)
+}
+
+/// `#k` with a number.
+fn parse_imm(s: &str) -> Option<u32> {
+    parse_num(s.strip_prefix('#')?)
+}
+
+/// `M[i]` with i < 16.
+fn parse_mem(s: &str) -> Option<u32> {
+    let i = parse_num(s.strip_prefix("M[")?.strip_suffix(']')?)?;
+    (i < 16).then_some(i)
+}
+
+/// A load operand: `[k]`, `[name]` (ancillary) or `[x + k]`.
+enum LoadOperand {
+    Abs(u32),
+    Ind(u32),
+}
+
+fn parse_load_operand(s: &str) -> Option<LoadOperand> {
+    let inner = s.strip_prefix('[')?.strip_suffix(']')?.trim();
+    if let Some(rest) = inner.strip_prefix('x') {
+        let rest = rest.trim_start().strip_prefix('+')?;
+        return parse_num(rest).map(LoadOperand::Ind);
+    }
+    if let Some(i) = ANCILLARY.iter().position(|n| *n == inner) {
+        return Some(LoadOperand::Abs(SKF_AD_OFF + 4 * i as u32));
+    }
+    parse_num(inner).map(LoadOperand::Abs)
+}
+
+/// A relative jump offset from an absolute target printed at `pc`.
+fn rel_u8(target: u32, pc: u32) -> Option<u8> {
+    u8::try_from(target.checked_sub(pc + 1)?).ok()
+}
+
+/// Parses one instruction line `(NNN) op operand [jt T\tjf F]`.
+fn parse_d_line(line: &str, expect_pc: u32) -> Result<Insn, String> {
+    let rest = line.strip_prefix('(').ok_or("no '(' at the start")?;
+    let (pcs, rest) = rest.split_once(')').ok_or("no ')'")?;
+    let pc: u32 = pcs.trim().parse().map_err(|_| format!("bad pc '{pcs}'"))?;
+    if pc != expect_pc {
+        return Err(format!("pc {pc}, expected {expect_pc}"));
+    }
+    // Drop a bpf_image-enumeration comment (`; 0x0028`) if present.
+    let rest = rest.split(';').next().unwrap_or("");
+    let rest = rest.trim();
+    let (mnemonic, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if mnemonic.is_empty() {
+        return Err("no mnemonic".into());
+    }
+    let operands: Vec<&str> = tail.split_whitespace().collect();
+    // Loads like `[x + 14]` contain blanks; jumps end with `jt T jf F`.
+    let operand_owned: String = operands.iter().take_while(|w| **w != "jt").copied().collect();
+    let operand = operand_owned.as_str();
+    let bad = || format!("bad operand '{}' for {mnemonic}", operands.join(" "));
+    let jump_targets = || -> Result<(u8, u8), String> {
+        // `jt T jf F` after the comparison operand.
+        match operands.as_slice() {
+            [.., "jt", t, "jf", f] => {
+                let t = parse_num(t).ok_or_else(bad)?;
+                let f = parse_num(f).ok_or_else(bad)?;
+                Ok((rel_u8(t, pc).ok_or_else(bad)?, rel_u8(f, pc).ok_or_else(bad)?))
+            }
+            _ => Err(bad()),
+        }
+    };
+    let alu = |code: u16| -> Result<Insn, String> {
+        if operand == "x" {
+            Ok(Insn::stmt(op::ALU | code | op::X, 0))
+        } else {
+            Ok(Insn::stmt(op::ALU | code | op::K, parse_imm(operand).ok_or_else(bad)?))
+        }
+    };
+    let jmp = |code: u16| -> Result<Insn, String> {
+        let (jt, jf) = jump_targets()?;
+        if operand == "x" {
+            Ok(Insn::jump(op::JMP | code | op::X, 0, jt, jf))
+        } else {
+            Ok(Insn::jump(op::JMP | code | op::K, parse_imm(operand).ok_or_else(bad)?, jt, jf))
+        }
+    };
+    let load = |size: u16| -> Result<Insn, String> {
+        match parse_load_operand(operand).ok_or_else(bad)? {
+            LoadOperand::Abs(k) => Ok(Insn::stmt(op::LD | size | op::ABS, k)),
+            LoadOperand::Ind(k) => Ok(Insn::stmt(op::LD | size | op::IND, k)),
+        }
+    };
+    match mnemonic {
+        "ld" => {
+            if operand == "#pktlen" {
+                Ok(Insn::stmt(op::LD | op::W | op::LEN, 0))
+            } else if let Some(k) = parse_imm(operand) {
+                Ok(Insn::stmt(op::LD | op::IMM, k))
+            } else if let Some(i) = parse_mem(operand) {
+                Ok(Insn::stmt(op::LD | op::MEM, i))
+            } else {
+                load(op::W)
+            }
+        }
+        "ldh" => load(op::H),
+        "ldb" => load(op::B),
+        "ldx" | "ldxb" => {
+            if operand == "#pktlen" {
+                Ok(Insn::stmt(op::LDX | op::W | op::LEN, 0))
+            } else if let Some(k) = parse_imm(operand) {
+                Ok(Insn::stmt(op::LDX | op::IMM, k))
+            } else if let Some(i) = parse_mem(operand) {
+                Ok(Insn::stmt(op::LDX | op::MEM, i))
+            } else {
+                // 4*([k]&0xf)
+                let k = operand
+                    .strip_prefix("4*([")
+                    .and_then(|s| s.strip_suffix("]&0xf)"))
+                    .and_then(parse_num)
+                    .ok_or_else(bad)?;
+                Ok(Insn::stmt(op::LDX | op::B | op::MSH, k))
+            }
+        }
+        "st" => Ok(Insn::stmt(op::ST, parse_mem(operand).ok_or_else(bad)?)),
+        "stx" => Ok(Insn::stmt(op::STX, parse_mem(operand).ok_or_else(bad)?)),
+        "add" => alu(op::ADD),
+        "sub" => alu(op::SUB),
+        "mul" => alu(op::MUL),
+        "div" => alu(op::DIV),
+        "mod" => alu(op::MOD),
+        "and" => alu(op::AND),
+        "or" => alu(op::OR),
+        "xor" => alu(op::XOR),
+        "lsh" => alu(op::LSH),
+        "rsh" => alu(op::RSH),
+        "neg" => Ok(Insn::stmt(op::ALU | op::NEG, 0)),
+        "ja" => {
+            let target = parse_num(operand).ok_or_else(bad)?;
+            // Backward targets (protochain's loop) wrap, as libpcap stores them.
+            Ok(Insn::stmt(op::JMP | op::JA, target.wrapping_sub(pc + 1)))
+        }
+        "jeq" => jmp(op::JEQ),
+        "jgt" => jmp(op::JGT),
+        "jge" => jmp(op::JGE),
+        "jset" => jmp(op::JSET),
+        "ret" => {
+            if operand.is_empty() || operand.eq_ignore_ascii_case("a") {
+                Ok(Insn::stmt(op::RET | op::A, 0))
+            } else {
+                Ok(Insn::stmt(op::RET | op::K, parse_imm(operand).ok_or_else(bad)?))
+            }
+        }
+        "tax" => Ok(Insn::stmt(op::MISC | op::TAX, 0)),
+        "txa" => Ok(Insn::stmt(op::MISC | op::TXA, 0)),
+        other => Err(format!("unknown mnemonic '{other}'")),
+    }
+}
+
+/// Parses libpcap's `-d` text (`bpf_dump(prog, 1)`, as `tcpdump -d` prints
+/// it) back into instructions. Jump targets are absolute in the text.
+pub fn parse_d_text(text: &str) -> Result<Vec<Insn>, String> {
+    let mut prog = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let pc = u32::try_from(prog.len()).map_err(|_| "program too long".to_string())?;
+        let insn = parse_d_line(line, pc).map_err(|e| format!("line {}: {e}: {line}", n + 1))?;
+        prog.push(insn);
+    }
+    if prog.is_empty() {
+        return Err("empty program".to_string());
+    }
+    Ok(prog)
+}
+
+// ---------------------------------------------------------------------------
+// Flat JSON objects, one per line (the jsonl data files).
+
+/// A JSON scalar (the data files hold flat objects only).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number, as written.
+    Num(String),
+    /// A string, unescaped.
+    Str(String),
+}
+
+impl Json {
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A number or a numeric string as `u32`.
+    pub fn as_u32(&self) -> Option<u32> {
+        match self {
+            Json::Num(s) | Json::Str(s) => s.parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// `true` for `true`.
+    pub fn is_true(&self) -> bool {
+        matches!(self, Json::Bool(true))
+    }
+}
+
+struct JsonCursor<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl JsonCursor<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> Result<(), String> {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at byte {}", c as char, self.i))
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let h = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
+        self.i += 4;
+        let h = std::str::from_utf8(h).map_err(|_| "bad \\u escape")?;
+        u32::from_str_radix(h, 16).map_err(|_| "bad \\u escape".to_string())
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        self.eat(b'"')?;
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let c = *self.s.get(self.i).ok_or("unterminated string")?;
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let e = *self.s.get(self.i).ok_or("unterminated escape")?;
+                    self.i += 1;
+                    let ch = match e {
+                        b'n' => '\n',
+                        b't' => '\t',
+                        b'r' => '\r',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'/' => '/',
+                        b'\\' => '\\',
+                        b'"' => '"',
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xd800..0xdc00).contains(&cp) && self.s.get(self.i..self.i + 2) == Some(b"\\u") {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo.wrapping_sub(0xdc00) & 0x3ff);
+                            }
+                            char::from_u32(cp).unwrap_or('\u{fffd}')
+                        }
+                        other => return Err(format!("bad escape '\\{}'", other as char)),
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                _ => out.push(c),
+            }
+        }
+        String::from_utf8(out).map_err(|_| "string is not UTF-8".to_string())
+    }
+
+    fn value(&mut self) -> Result<Json, String> {
+        self.ws();
+        match self.s.get(self.i) {
+            Some(b'"') => self.string().map(Json::Str),
+            Some(b'n') if self.s[self.i..].starts_with(b"null") => {
+                self.i += 4;
+                Ok(Json::Null)
+            }
+            Some(b't') if self.s[self.i..].starts_with(b"true") => {
+                self.i += 4;
+                Ok(Json::Bool(true))
+            }
+            Some(b'f') if self.s[self.i..].starts_with(b"false") => {
+                self.i += 5;
+                Ok(Json::Bool(false))
+            }
+            Some(c) if c.is_ascii_digit() || *c == b'-' => {
+                let start = self.i;
+                while self
+                    .s
+                    .get(self.i)
+                    .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E'))
+                {
+                    self.i += 1;
+                }
+                Ok(Json::Num(String::from_utf8_lossy(&self.s[start..self.i]).into_owned()))
+            }
+            _ => Err(format!("unsupported JSON value at byte {}", self.i)),
+        }
+    }
+}
+
+/// Parses one flat JSON object (`{"k": scalar, ...}`).
+pub fn parse_json_object(line: &str) -> Result<HashMap<String, Json>, String> {
+    let mut c = JsonCursor { s: line.as_bytes(), i: 0 };
+    let mut map = HashMap::new();
+    c.eat(b'{')?;
+    c.ws();
+    if c.s.get(c.i) == Some(&b'}') {
+        return Ok(map);
+    }
+    loop {
+        let k = c.string()?;
+        c.eat(b':')?;
+        let v = c.value()?;
+        map.insert(k, v);
+        c.ws();
+        match c.s.get(c.i) {
+            Some(b',') => c.i += 1,
+            Some(b'}') => break,
+            _ => return Err(format!("expected ',' or '}}' at byte {}", c.i)),
+        }
+    }
+    Ok(map)
+}
+
+/// Reads a jsonl file into objects.
+pub fn read_jsonl(path: &Path) -> Vec<HashMap<String, Json>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(n, l)| parse_json_object(l).unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), n + 1)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Captures (pcap and pcapng), read just enough for the suites.
+
+/// One capture file: link type, snapshot length and packets
+/// (captured bytes, wire length).
+pub struct Capture {
+    /// File path.
+    pub path: PathBuf,
+    /// Link type (DLT value).
+    pub linktype: LinkType,
+    /// The snapshot length libpcap would use for the file (0 or too large → 262144).
+    pub snaplen: u32,
+    /// Packets: captured bytes and original length.
+    pub packets: Vec<(Vec<u8>, u32)>,
+}
+
+fn adjust_snaplen(s: u32) -> u32 {
+    if s == 0 || s > DEFAULT_SNAPLEN {
+        DEFAULT_SNAPLEN
+    } else {
+        s
+    }
+}
+
+struct Bytes<'a> {
+    b: &'a [u8],
+    big: bool,
+}
+
+impl Bytes<'_> {
+    fn u16(&self, at: usize) -> Option<u16> {
+        let s: [u8; 2] = self.b.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(if self.big { u16::from_be_bytes(s) } else { u16::from_le_bytes(s) })
+    }
+
+    fn u32(&self, at: usize) -> Option<u32> {
+        let s: [u8; 4] = self.b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if self.big { u32::from_be_bytes(s) } else { u32::from_le_bytes(s) })
+    }
+}
+
+fn read_pcap(b: &[u8], big: bool) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), String> {
+    let r = Bytes { b, big };
+    let major = r.u16(4).ok_or("short header")?;
+    if major != 2 {
+        return Err(format!("pcap version {major}"));
+    }
+    let snaplen = r.u32(16).ok_or("short header")?;
+    let lt = r.u32(20).ok_or("short header")?;
+    if lt & 0x03ff_0000 != 0 {
+        return Err(format!("reserved link-type bits set: {lt:#x}"));
+    }
+    let mut packets = Vec::new();
+    let mut at = 24usize;
+    while at < b.len() {
+        let caplen = r.u32(at + 8).ok_or("truncated record header")? as usize;
+        let len = r.u32(at + 12).ok_or("truncated record header")?;
+        let start = at + 16;
+        let end = start.checked_add(caplen).ok_or("bad caplen")?;
+        let data = b.get(start..end).ok_or("truncated record")?;
+        packets.push((data.to_vec(), len));
+        at = end;
+    }
+    Ok((lt & 0xffff, snaplen, packets))
+}
+
+fn read_pcapng(b: &[u8]) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), String> {
+    let mut big = false;
+    let mut at = 0usize;
+    let mut ifaces: Vec<(u32, u32)> = Vec::new();
+    let mut packets = Vec::new();
+    while at < b.len() {
+        // The byte order is set by each section header.
+        if b.get(at..at + 4) == Some(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+            let bom = b.get(at + 8..at + 12).ok_or("short SHB")?;
+            big = match bom {
+                [0x1a, 0x2b, 0x3c, 0x4d] => true,
+                [0x4d, 0x3c, 0x2b, 0x1a] => false,
+                _ => return Err("bad byte-order magic".into()),
+            };
+            let r = Bytes { b, big };
+            let (maj, min) = (r.u16(at + 12).ok_or("short SHB")?, r.u16(at + 14).ok_or("short SHB")?);
+            if (maj, min) != (1, 0) {
+                return Err(format!("pcapng version {maj}.{min}"));
+            }
+            ifaces.clear();
+        }
+        let r = Bytes { b, big };
+        let btype = r.u32(at).ok_or("truncated block")?;
+        let blen = r.u32(at + 4).ok_or("truncated block")? as usize;
+        if blen < 12 || blen % 4 != 0 {
+            return Err(format!("bad block length {blen}"));
+        }
+        let end = at.checked_add(blen).ok_or("bad block length")?;
+        if r.u32(end - 4) != Some(blen as u32) {
+            return Err("block total length in header and trailer differ".into());
+        }
+        let body = at + 8;
+        match btype {
+            1 => {
+                let lt = u32::from(r.u16(body).ok_or("short IDB")?);
+                let snap = r.u32(body + 4).ok_or("short IDB")?;
+                ifaces.push((lt, snap));
+            }
+            6 => {
+                let caplen = r.u32(body + 12).ok_or("short EPB")? as usize;
+                let len = r.u32(body + 16).ok_or("short EPB")?;
+                let start = body + 20;
+                let data = b.get(start..start + caplen).filter(|_| start + caplen <= end - 4).ok_or("bad EPB")?;
+                packets.push((data.to_vec(), len));
+            }
+            3 => {
+                let len = r.u32(body).ok_or("short SPB")?;
+                let snap = ifaces.first().map_or(0, |i| i.1);
+                let room = (end - 4).saturating_sub(body + 4);
+                let mut caplen = (len as usize).min(room);
+                if snap != 0 {
+                    caplen = caplen.min(snap as usize);
+                }
+                packets.push((b[body + 4..body + 4 + caplen].to_vec(), len));
+            }
+            2 => {
+                let caplen = r.u32(body + 12).ok_or("short PB")? as usize;
+                let len = r.u32(body + 16).ok_or("short PB")?;
+                let start = body + 20;
+                let data = b.get(start..start + caplen).filter(|_| start + caplen <= end - 4).ok_or("bad PB")?;
+                packets.push((data.to_vec(), len));
+            }
+            _ => {}
+        }
+        at = end;
+    }
+    let (lt, snap) = *ifaces.first().ok_or("no interface")?;
+    if ifaces.iter().any(|i| i.0 != lt) {
+        return Err("interfaces with different link types".into());
+    }
+    Ok((lt, snap, packets))
+}
+
+/// Reads a pcap or pcapng file.
+pub fn read_capture(path: &Path) -> Result<Capture, String> {
+    let b = std::fs::read(path).map_err(|e| e.to_string())?;
+    let magic = b.get(0..4).ok_or("too short")?;
+    let (lt, snap, packets) = match magic {
+        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => read_pcap(&b, false)?,
+        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => read_pcap(&b, true)?,
+        [0x0a, 0x0d, 0x0d, 0x0a] => read_pcapng(&b)?,
+        _ => return Err("not a capture".into()),
+    };
+    Ok(Capture {
+        path: path.to_path_buf(),
+        linktype: LinkType::from_linktype(lt),
+        snaplen: adjust_snaplen(snap),
+        packets,
+    })
+}
+
+/// Every readable capture under `pcaps/` (files that fail to read, such as
+/// the deliberately invalid ones, are left out).
+pub fn all_captures() -> Vec<Capture> {
+    let mut out = Vec::new();
+    let mut dirs = vec![data_dir().join("pcaps")];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "pcap" || e == "pcapng") {
+                if let Ok(c) = read_capture(&p) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Hex of the first `max` bytes of a packet (with `...` when cut).
+pub fn hex(data: &[u8], max: usize) -> String {
+    let mut s: String = data.iter().take(max).map(|b| format!("{b:02x}")).collect();
+    if data.len() > max {
+        s.push_str("...");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d_text_roundtrip_shapes() {
+        let text = "(000) ldh      [12]\n(001) jeq      #0x800           jt 2\tjf 5\n(002) ldb      [x + -4]\n\
+                    (003) ldxb     4*([14]&0xf)\n(004) ja       1\n(005) ret      #0\n";
+        let p = parse_d_text(text).unwrap();
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[1], Insn::jump(op::JMP | op::JEQ | op::K, 0x800, 0, 3));
+        assert_eq!(p[2].k, (-4i32) as u32);
+        assert_eq!(p[4].k, 1u32.wrapping_sub(5));
+    }
+}
