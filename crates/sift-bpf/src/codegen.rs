@@ -391,7 +391,7 @@ impl Gen {
                 self.value(i, false, out)?;
                 if guarded {
                     // `end <= LAST_OFFSET + 1`, or the load would abort.
-                    out.push(Item::Guard((LAST_OFFSET + 1 - end) as u32));
+                    out.push(Item::Guard((LAST_OFFSET + 1).saturating_sub(end) as u32));
                 }
                 out.push(Item::Insn(Insn::stmt(op::MISC | op::TAX, 0)));
             }
