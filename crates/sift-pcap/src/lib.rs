@@ -136,13 +136,6 @@ impl Start {
             Start::Ng(c) => c.next(bytes),
         }
     }
-
-    fn finish(&mut self) {
-        match self {
-            Start::Pcap(c) => c.finish(),
-            Start::Ng(c) => c.finish(),
-        }
-    }
 }
 
 /// An opened capture file (pcap or pcapng), ready to iterate.
@@ -325,6 +318,7 @@ impl Capture {
             bytes: self.storage.bytes(),
             patched_view: self.prepatched,
             cursor: Some(self.start.clone()),
+            last_allocated: 0,
         }
     }
 
@@ -399,6 +393,8 @@ pub struct Packets<'a> {
     bytes: &'a [u8],
     patched_view: bool,
     cursor: Option<Start>,
+    /// `allocated_bytes` of the cursor when it was dropped at the end.
+    last_allocated: usize,
 }
 
 impl std::fmt::Debug for Packets<'_> {
@@ -408,6 +404,26 @@ impl std::fmt::Debug for Packets<'_> {
 }
 
 impl<'a> Packets<'a> {
+    /// Heap memory held by this iterator: the interface table of the
+    /// current pcapng section (16 bytes per interface, grown at most to one
+    /// entry per 20 bytes of remaining input), 0 for pcap. The table keeps
+    /// its capacity, so this is also the peak.
+    pub fn allocated_bytes(&self) -> usize {
+        match &self.cursor {
+            Some(Start::Ng(c)) => c.allocated_bytes(),
+            _ => self.last_allocated,
+        }
+    }
+
+    /// Ends the iteration (remembering the table size for
+    /// `allocated_bytes`).
+    fn stop(&mut self) {
+        if let Some(Start::Ng(c)) = &self.cursor {
+            self.last_allocated = c.allocated_bytes();
+        }
+        self.cursor = None;
+    }
+
     /// Slow path for packets that need libpcap's post-processing.
     #[cold]
     fn post_process(&mut self, rec: &RawRecord) -> Option<(&'a [u8], u32)> {
@@ -432,12 +448,11 @@ impl<'a> Iterator for Packets<'a> {
         let cursor = self.cursor.as_mut()?;
         let rec = match cursor.next(self.bytes) {
             None => {
-                self.cursor = None;
+                self.stop();
                 return None;
             }
             Some(Err(e)) => {
-                cursor.finish();
-                self.cursor = None;
+                self.stop();
                 return Some(Err(e));
             }
             Some(Ok(rec)) => rec,
@@ -450,7 +465,7 @@ impl<'a> Iterator for Packets<'a> {
         };
         let Some((data, wire_len)) = found else {
             // The parsers only return records inside the input.
-            self.cursor = None;
+            self.stop();
             return Some(Err(Error::new(
                 ErrorKind::Malformed,
                 rec.data_start,

@@ -259,11 +259,6 @@ impl Cursor {
             post: self.post,
         }))
     }
-
-    /// Stops the cursor (after an error).
-    pub(crate) fn finish(&mut self) {
-        self.pos = usize::MAX;
-    }
 }
 
 #[cfg(test)]

@@ -418,6 +418,11 @@ impl Cursor {
         self.pos = usize::MAX;
     }
 
+    /// Heap bytes held by the interface table.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.ifaces.capacity() * std::mem::size_of::<Iface>()
+    }
+
     #[inline]
     fn next_inner(&mut self, bytes: &[u8]) -> Result<Option<RawRecord>, Error> {
         loop {
@@ -512,5 +517,16 @@ impl Cursor {
                 post: iface.post,
             }));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interface_entries_are_smaller_than_the_smallest_idb() {
+        assert!(std::mem::size_of::<Iface>() <= 16);
+        assert!(std::mem::size_of::<Iface>() < IDB_MIN);
     }
 }
