@@ -23,6 +23,8 @@ use testrun_common as common;
 
 /// Random packets for rows that name a link type but no capture.
 const RANDOM_PACKETS: usize = 1000;
+/// Packets guided through 1.10.3's program for those rows.
+const GUIDED_PACKETS: usize = 300;
 
 struct BugRow {
     id: String,
@@ -106,6 +108,24 @@ fn compare(
     Ok(n)
 }
 
+/// For a bare link type, adds packets guided through 1.10.3's program to the
+/// random ones (so that accepting paths are exercised too).
+fn with_guided(
+    mut packets: Vec<(Vec<u8>, u32)>,
+    oracle: &CheckedProgram,
+    is_capture: bool,
+    row_no: usize,
+) -> Vec<(Vec<u8>, u32)> {
+    if !is_capture {
+        let mut rng = sift_testkit::Rng::fork(0xb065_0002, row_no as u64);
+        let seeds: Vec<(Vec<u8>, u32)> =
+            packets.iter().filter(|(d, w)| d.len() as u64 == u64::from(*w)).cloned().collect();
+        let more = common::guided_packets(oracle.insns(), &seeds, &mut rng, GUIDED_PACKETS);
+        packets.extend(more);
+    }
+    packets
+}
+
 #[test]
 fn bug_regressions() {
     if !common::require_data() {
@@ -167,13 +187,13 @@ fn bug_regressions() {
                 (Ok(_), Err(oe)) => Verdict::Fail(format!("{where_}: sift compiles; libpcap 1.10.3 rejects ({oe})")),
                 (Ok(s), Ok(o)) => match CheckedProgram::new_allow_backward(&o) {
                     Err(e) => Verdict::Fail(format!("{where_}: 1.10.3's program fails the check: {e}")),
-                    Ok(o) => match compare(&s, &o, &packets, truncations) {
+                    Ok(o) => match compare(&s, &o, &with_guided(packets.clone(), &o, truncations, row_no), truncations) {
                         Ok(n) => {
                             views += n;
                             Verdict::Pass(format!(
                                 "{where_}: {} packets{}, {n} views agree",
-                                packets.len(),
-                                if truncations { " x all truncations" } else { " (random)" }
+                                packets.len() + if truncations { 0 } else { GUIDED_PACKETS },
+                                if truncations { " x all truncations" } else { " random + guided" }
                             ))
                         }
                         Err(e) => Verdict::Fail(format!("{where_} ({lt_name}): {e}")),

@@ -38,6 +38,8 @@ use testrun_common::Json;
 
 /// Random packets per supported link type (besides the real captures).
 const RANDOM_PACKETS: usize = 1500;
+/// Packets guided through 1.10.3's program per group (half as many per master program).
+const GUIDED_PACKETS: usize = 300;
 /// Failures printed in full per kind (all are counted).
 const MAX_PRINTED_FAILURES: usize = 40;
 
@@ -178,17 +180,58 @@ fn packet_sets(captures: &[common::Capture]) -> HashMap<String, PacketSet> {
     out
 }
 
+/// The packets one group of rows is tested on: the link type's shared set
+/// plus packets guided through the reference programs of the group.
+struct GroupPackets<'a> {
+    base: &'a PacketSet,
+    extra: Vec<(Vec<u8>, u32)>,
+}
+
+impl GroupPackets<'_> {
+    fn get(&self, k: usize) -> &(Vec<u8>, u32) {
+        match self.base.packets.get(k) {
+            Some(p) => p,
+            None => &self.extra[k - self.base.packets.len()],
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Vec<u8>, u32)> {
+        self.base.packets.iter().chain(self.extra.iter())
+    }
+
+    fn origin(&self, k: usize) -> String {
+        match self.base.origin.get(k) {
+            Some(o) => o.clone(),
+            None => format!("guided #{}", k - self.base.packets.len()),
+        }
+    }
+
+    /// Adds `count` packets guided through `prog`, seeded from the base set.
+    fn add_guided(&mut self, prog: &[Insn], seed: u64, count: usize) {
+        let mut rng = sift_testkit::Rng::new(seed);
+        let seeds: Vec<(Vec<u8>, u32)> =
+            self.base.packets.iter().filter(|(d, w)| d.len() as u64 == u64::from(*w) && d.len() < 4096).cloned().collect();
+        let more = common::guided_packets(prog, &seeds, &mut rng, count);
+        self.extra.extend(more);
+    }
+}
+
+/// A stable seed from a text (FNV-1a).
+fn seed_of(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
 // ---------------------------------------------------------------------------
 // Running programs
 
 /// libpcap's own interpreter on every packet.
-fn run_libpcap(p: &CheckedProgram, set: &PacketSet) -> Vec<u32> {
-    set.packets.iter().map(|(d, w)| p.filter(d, *w)).collect()
+fn run_libpcap(p: &CheckedProgram, set: &GroupPackets<'_>) -> Vec<u32> {
+    set.iter().map(|(d, w)| p.filter(d, *w)).collect()
 }
 
 /// sift's interpreter on every packet.
-fn run_sift(prog: &[Insn], set: &PacketSet) -> Vec<u32> {
-    set.packets.iter().map(|(d, w)| common::sift_run(prog, d, *w)).collect()
+fn run_sift(prog: &[Insn], set: &GroupPackets<'_>) -> Vec<u32> {
+    set.iter().map(|(d, w)| common::sift_run(prog, d, *w)).collect()
 }
 
 /// A reference program (libpcap's output): parsed and checked.
@@ -203,16 +246,16 @@ fn check_interp_fidelity(
     what: &str,
     p: &CheckedProgram,
     expected: &[u32],
-    set: &PacketSet,
+    set: &GroupPackets<'_>,
 ) -> Result<(), String> {
-    for (i, (d, w)) in set.packets.iter().enumerate() {
+    for (i, (d, w)) in set.iter().enumerate() {
         let got = common::sift_run(p.insns(), d, *w);
         if got != expected[i] {
             return Err(format!(
                 "sift's interpreter runs {what} differently from libpcap's bpf_filter: {} vs {} on {} (wire {w}, hex {})",
                 got,
                 expected[i],
-                set.origin[i],
+                set.origin(i),
                 common::hex(d, 96)
             ));
         }
@@ -312,6 +355,12 @@ struct Ctx<'a> {
     masters: &'a ProgramTable,
     v1_10_3: &'a ProgramTable,
     sets: &'a HashMap<String, PacketSet>,
+    /// Coverage counters: packet views compared with 1.10.3, how many it
+    /// accepted, and the same for the guided packets alone.
+    views: AtomicUsize,
+    accepted: AtomicUsize,
+    guided_views: AtomicUsize,
+    guided_accepted: AtomicUsize,
 }
 
 /// The outcome of an accept row that is not run (skips), if any.
@@ -358,9 +407,23 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
         }
     };
     let lt = LinkType::from_name(&row.dlt).expect("supported DLT");
-    let set = &ctx.sets[&row.dlt];
+    let mut set = GroupPackets { base: &ctx.sets[&row.dlt], extra: Vec::new() };
     let sift = common::sift_compile(&row.expr, lt, row.snaplen(), netmask);
     let oracle = libpcap::compile(&row.expr, lt.0, row.snaplen(), netmask, false);
+    // Packets steered through 1.10.3's and master's programs, so that the
+    // accepting paths are exercised too.
+    let seed = seed_of(&format!("{}\t{}", row.dlt, row.expr));
+    if let Ok(p) = &oracle {
+        set.add_guided(p, seed, GUIDED_PACKETS);
+    }
+    for (n, &i) in live.iter().enumerate() {
+        if let Some(Ok(text)) = ctx.masters.get(&ctx.rows[i].label) {
+            if let Ok(p) = common::parse_d_text(text) {
+                set.add_guided(&p, seed ^ (n as u64 + 1), GUIDED_PACKETS / 2);
+            }
+        }
+    }
+    let set = &set;
 
     let sift = match sift {
         Err(e) => {
@@ -379,7 +442,7 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
         Ok(s) => s,
     };
     let sift_i = run_sift(&sift.program, set);
-    let sift_e: Vec<bool> = set.packets.iter().map(|(d, w)| common::sift_eval(&sift.pred, d, *w)).collect();
+    let sift_e: Vec<bool> = set.iter().map(|(d, w)| common::sift_eval(&sift.pred, d, *w)).collect();
 
     // sift accepts what 1.10.3 rejects: only master can judge it.
     let oracle = match oracle {
@@ -394,7 +457,7 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
                                 None => Outcome::AgreeMasterOnly,
                                 Some(k) => Outcome::Fail(format!(
                                     "1.10.3 rejects ({oerr}), sift accepts and disagrees with master: master {} sift {}/{} on {} (wire {}, hex {})",
-                                    mv[k], sift_i[k], sift_e[k], set.origin[k], set.packets[k].1, common::hex(&set.packets[k].0, 96)
+                                    mv[k], sift_i[k], sift_e[k], set.origin(k), set.get(k).1, common::hex(&set.get(k).0, 96)
                                 )),
                             }
                         }
@@ -416,16 +479,21 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
         }
     };
     let truth = run_libpcap(&oracle, set);
+    let nbase = set.base.packets.len();
+    ctx.views.fetch_add(truth.len(), Ordering::Relaxed);
+    ctx.accepted.fetch_add(truth.iter().filter(|&&v| v != 0).count(), Ordering::Relaxed);
+    ctx.guided_views.fetch_add(truth.len() - nbase, Ordering::Relaxed);
+    ctx.guided_accepted.fetch_add(truth[nbase..].iter().filter(|&&v| v != 0).count(), Ordering::Relaxed);
 
     // (a) zero tolerance against 1.10.3 unoptimized.
-    for (k, (d, w)) in set.packets.iter().enumerate() {
+    for (k, (d, w)) in set.iter().enumerate() {
         if sift_i[k] != truth[k] || sift_e[k] != (truth[k] != 0) {
             let msg = format!(
                 "sift != libpcap 1.10.3 unoptimized: 1.10.3 {} | sift program {} | sift evaluator {} on {} (wire {w}, caplen {}, hex {})",
                 truth[k],
                 sift_i[k],
                 sift_e[k],
-                set.origin[k],
+                set.origin(k),
                 d.len(),
                 common::hex(d, 128)
             );
@@ -515,7 +583,7 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
         let o = if let Some(k) = unexplained {
             Outcome::Fail(format!(
                 "unexplained disagreement with master: master {} sift {} on {}",
-                mv[k], sift_i[k], set.origin[k]
+                mv[k], sift_i[k], set.origin(k)
             ))
         } else if semantics > 0 {
             Outcome::ExplainedMaster(semantics)
@@ -578,7 +646,16 @@ fn testrun_rows() {
         }
     }
     let groups: Vec<Vec<usize>> = groups.into_values().collect();
-    let ctx = Ctx { rows: &rows, masters: &masters, v1_10_3: &v1_10_3, sets: &sets };
+    let ctx = Ctx {
+        rows: &rows,
+        masters: &masters,
+        v1_10_3: &v1_10_3,
+        sets: &sets,
+        views: AtomicUsize::new(0),
+        accepted: AtomicUsize::new(0),
+        guided_views: AtomicUsize::new(0),
+        guided_accepted: AtomicUsize::new(0),
+    };
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Outcome, bool)>> = Mutex::new(Vec::new());
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
@@ -646,6 +723,13 @@ fn testrun_rows() {
         "(skipNm = requires hosts/ethers/networks names; skipPlat = TESTrun skips it on Linux little-endian; n/a = filtertest-only mode;\n \
          noMstr = master expects no program (opt => undef), checked against 1.10.3 only; mstrOnly = master-only syntax sift accepts, agrees with master;\n \
          explSem = differs from master where master's semantics differ from 1.10.3; explOpt = differs from master's optimized program where the optimizer changes verdicts)"
+    );
+    println!(
+        "packet views compared with 1.10.3: {} ({} accepted by it); of them guided through the programs: {} ({} accepted)",
+        ctx.views.load(Ordering::Relaxed),
+        ctx.accepted.load(Ordering::Relaxed),
+        ctx.guided_views.load(Ordering::Relaxed),
+        ctx.guided_accepted.load(Ordering::Relaxed)
     );
     if !both_reject.is_empty() {
         println!("rejected by sift and by 1.10.3 (master-only syntax): {}", both_reject.join(", "));

@@ -737,6 +737,275 @@ pub fn all_captures() -> Vec<Capture> {
     out
 }
 
+// ---------------------------------------------------------------------------
+// Program-guided packets.
+
+/// A comparison a traced run went through: the compared value came straight
+/// from a packet load (possibly masked with `and #m`).
+struct Decision {
+    addr: usize,
+    size: usize,
+    mask: u32,
+    jop: u16,
+    k: u32,
+    taken: bool,
+}
+
+/// Where a value in a register came from: `(load & mask) + add`, the load
+/// being `size` bytes at `addr` (`size` 0: the wire length).
+#[derive(Clone, Copy)]
+struct Src {
+    addr: usize,
+    size: usize,
+    mask: u32,
+    add: u32,
+}
+
+/// What a traced run saw: the packet-derived comparisons in order, and the
+/// out-of-bounds load that ended it, if any.
+struct Trace {
+    decisions: Vec<Decision>,
+    oob: Option<(usize, usize)>,
+    /// The return value, when the run reached a `ret`.
+    ret: Option<u32>,
+}
+
+fn load_be(d: &[u8], addr: usize, size: usize) -> Option<u32> {
+    let b = d.get(addr..addr.checked_add(size)?)?;
+    Some(b.iter().fold(0u32, |a, &x| (a << 8) | u32::from(x)))
+}
+
+fn store_be(d: &mut [u8], addr: usize, size: usize, v: u32) {
+    for i in 0..size {
+        if let Some(b) = d.get_mut(addr + i) {
+            *b = (v >> (8 * (size - 1 - i))) as u8;
+        }
+    }
+}
+
+/// Runs `prog` like `bpf_filter`, recording the comparisons against loaded
+/// values (a small tracing interpreter; never panics, stops after a step budget).
+fn trace(prog: &[Insn], d: &[u8], wire: u32) -> Trace {
+    let mut t = Trace { decisions: Vec::new(), oob: None, ret: None };
+    let (mut a, mut x) = (0u32, 0u32);
+    let (mut a_src, mut x_src): (Option<Src>, Option<Src>) = (None, None);
+    let mut mem = [0u32; 16];
+    let mut mem_src: [Option<Src>; 16] = [None; 16];
+    let mut pc = 0usize;
+    for _ in 0..100_000 {
+        let Some(i) = prog.get(pc) else { return t };
+        pc += 1;
+        let class = i.code & 0x07;
+        match class {
+            op::LD | op::LDX => {
+                let mode = i.code & 0xe0;
+                let size = match i.code & 0x18 {
+                    op::H => 2,
+                    op::B => 1,
+                    _ => 4,
+                };
+                let (val, src) = match mode {
+                    op::IMM => (i.k, None),
+                    op::LEN => (wire, Some(Src { addr: 0, size: 0, mask: u32::MAX, add: 0 })),
+                    op::MEM => (mem[(i.k & 15) as usize], mem_src[(i.k & 15) as usize]),
+                    op::ABS | op::IND | op::MSH => {
+                        let base = if mode == op::IND { u64::from(x) } else { 0 };
+                        let addr = base + u64::from(i.k);
+                        let size = if mode == op::MSH { 1 } else { size };
+                        let Ok(addr) = usize::try_from(addr) else { return t };
+                        match load_be(d, addr, size) {
+                            Some(v) if mode == op::MSH => ((v & 0xf) * 4, None),
+                            Some(v) => (v, Some(Src { addr, size, mask: u32::MAX, add: 0 })),
+                            None => {
+                                if addr < 1 << 20 {
+                                    t.oob = Some((addr, size));
+                                }
+                                return t;
+                            }
+                        }
+                    }
+                    _ => return t,
+                };
+                if class == op::LD {
+                    (a, a_src) = (val, src);
+                } else {
+                    (x, x_src) = (val, src);
+                }
+            }
+            op::ST => {
+                mem[(i.k & 15) as usize] = a;
+                mem_src[(i.k & 15) as usize] = a_src;
+            }
+            op::STX => {
+                mem[(i.k & 15) as usize] = x;
+                mem_src[(i.k & 15) as usize] = x_src;
+            }
+            op::ALU => {
+                let by_x = i.code & 0x08 == op::X;
+                let operand = if by_x { x } else { i.k };
+                // A packet-derived operand makes A depend on two loads.
+                let operand_known = !by_x || x_src.is_none();
+                let opn = i.code & 0xf0;
+                a = match opn {
+                    op::ADD => a.wrapping_add(operand),
+                    op::SUB => a.wrapping_sub(operand),
+                    op::MUL => a.wrapping_mul(operand),
+                    op::DIV | op::MOD if operand == 0 => return t,
+                    op::DIV => a / operand,
+                    op::MOD => a % operand,
+                    op::AND => a & operand,
+                    op::OR => a | operand,
+                    op::XOR => a ^ operand,
+                    op::LSH => a.checked_shl(operand).unwrap_or(0),
+                    op::RSH => a.checked_shr(operand).unwrap_or(0),
+                    op::NEG => a.wrapping_neg(),
+                    _ => return t,
+                };
+                a_src = match (opn, a_src) {
+                    (op::AND, Some(s)) if operand_known && s.add == 0 => Some(Src { mask: s.mask & operand, ..s }),
+                    (op::ADD, Some(s)) if operand_known => Some(Src { add: s.add.wrapping_add(operand), ..s }),
+                    (op::SUB, Some(s)) if operand_known => Some(Src { add: s.add.wrapping_sub(operand), ..s }),
+                    _ => None,
+                };
+            }
+            op::JMP => {
+                let opn = i.code & 0xf0;
+                if opn == op::JA {
+                    pc = pc.wrapping_add(i.k as usize) & 0xffff_ffff;
+                    continue;
+                }
+                let operand = if i.code & 0x08 == op::X { x } else { i.k };
+                let taken = match opn {
+                    op::JEQ => a == operand,
+                    op::JGT => a > operand,
+                    op::JGE => a >= operand,
+                    op::JSET => a & operand != 0,
+                    _ => return t,
+                };
+                // Compared with a constant (or with X holding a constant).
+                let by_x = i.code & 0x08 == op::X;
+                if let (Some(s), true) = (a_src, !by_x || x_src.is_none()) {
+                    let k = operand.wrapping_sub(s.add);
+                    t.decisions.push(Decision { addr: s.addr, size: s.size, mask: s.mask, jop: opn, k, taken });
+                }
+                pc += usize::from(if taken { i.jt } else { i.jf });
+            }
+            op::RET => {
+                t.ret = Some(if i.code & 0x18 == op::A { a } else { i.k });
+                return t;
+            }
+            op::MISC => {
+                if i.code & 0xf8 == op::TXA {
+                    (a, a_src) = (x, x_src);
+                } else {
+                    (x, x_src) = (a, a_src);
+                }
+            }
+            _ => return t,
+        }
+    }
+    t
+}
+
+/// The masked value a comparison needs to go the other way, if one exists.
+fn flip_value(d: &Decision, rng: &mut sift_testkit::Rng) -> Option<u32> {
+    let m = d.mask;
+    let want = !d.taken;
+    let v = match (d.jop, want) {
+        (op::JEQ, true) => (d.k & !m == 0).then_some(d.k)?,
+        (op::JEQ, false) => (d.k ^ (m & m.wrapping_neg())) & m,
+        (op::JGT, true) => {
+            let c = d.k.checked_add(1)?;
+            if c & m == c { c } else if m > d.k { m } else { return None }
+        }
+        (op::JGT, false) | (op::JGE, false) => {
+            if d.jop == op::JGE && d.k == 0 {
+                return None;
+            }
+            if rng.chance(0.5) { 0 } else { d.k.saturating_sub(u32::from(d.jop == op::JGE)) & m }
+        }
+        (op::JGE, true) => {
+            if d.k & m == d.k { d.k } else if m >= d.k { m } else { return None }
+        }
+        (op::JSET, true) => {
+            let bits = d.k & m;
+            if bits == 0 {
+                return None;
+            }
+            bits
+        }
+        (op::JSET, false) => 0,
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// Packets steered through `prog`: starting from a seed, comparisons against
+/// loaded bytes are flipped one at a time by rewriting those bytes (and a
+/// packet too short for a load is extended), so that deep paths and
+/// accepting paths are exercised. Some results are truncated afterwards.
+pub fn guided_packets(
+    prog: &[Insn],
+    seeds: &[(Vec<u8>, u32)],
+    rng: &mut sift_testkit::Rng,
+    count: usize,
+) -> Vec<(Vec<u8>, u32)> {
+    let mut out = Vec::with_capacity(count);
+    if seeds.is_empty() {
+        return out;
+    }
+    for _ in 0..count {
+        let (mut d, mut w) = seeds[rng.index(seeds.len())].clone();
+        // Either seek an accepting path (flip the comparison that decided
+        // the rejection until the program accepts) or wander.
+        let seek = rng.chance(0.7);
+        let steps = if seek { 24 } else { 1 + rng.index(12) };
+        // Addresses already rewritten: flipping a fresh one moves on.
+        let mut patched: Vec<(usize, usize)> = Vec::new();
+        for _ in 0..steps {
+            let t = trace(prog, &d, w);
+            if seek && t.ret.is_some_and(|r| r != 0) {
+                break;
+            }
+            if let Some((addr, size)) = t.oob {
+                let need = addr + size;
+                if need <= 4096 && rng.chance(0.8) {
+                    while d.len() < need {
+                        d.push(rng.byte());
+                    }
+                    w = w.max(d.len() as u32);
+                    continue;
+                }
+            }
+            if t.decisions.is_empty() {
+                break;
+            }
+            let n = t.decisions.len();
+            let fresh = t.decisions.iter().rposition(|x| !patched.contains(&(x.addr, x.size)));
+            let pick = match fresh {
+                Some(f) if rng.chance(if seek { 0.85 } else { 0.5 }) => f,
+                _ => rng.index(n),
+            };
+            let dec = &t.decisions[pick];
+            let Some(masked) = flip_value(dec, rng) else { continue };
+            patched.push((dec.addr, dec.size));
+            if dec.size == 0 {
+                // The wire length.
+                w = (w & !dec.mask) | (masked & dec.mask);
+                continue;
+            }
+            let Some(old) = load_be(&d, dec.addr, dec.size) else { continue };
+            store_be(&mut d, dec.addr, dec.size, (old & !dec.mask) | (masked & dec.mask));
+        }
+        if rng.chance(0.15) && !d.is_empty() {
+            let cut = rng.index(d.len());
+            d.truncate(cut);
+        }
+        out.push((d, w));
+    }
+    out
+}
+
 /// Hex of the first `max` bytes of a packet (with `...` when cut).
 pub fn hex(data: &[u8], max: usize) -> String {
     let mut s: String = data.iter().take(max).map(|b| format!("{b:02x}")).collect();
