@@ -584,10 +584,7 @@ fn needs_x(v: &Value) -> bool {
 /// (`ldxb 4*([k]&0xf)`).
 fn header_len_offset(v: &Value) -> Option<u32> {
     let Value::Bin(outer, a, b) = v else { return None };
-    let times4 = match (outer, &**b) {
-        (BinOp::Shl, Value::Const(2)) | (BinOp::Mul, Value::Const(4)) => true,
-        _ => false,
-    };
+    let times4 = matches!((outer, &**b), (BinOp::Shl, Value::Const(2)) | (BinOp::Mul, Value::Const(4)));
     if !times4 {
         return None;
     }
@@ -659,8 +656,8 @@ fn max_value(v: &Value) -> u32 {
             let (a, b) = (max_value(l), max_value(r));
             let bits = |m: u32| if m == 0 { 0 } else { u32::MAX >> m.leading_zeros() };
             match bop {
-                BinOp::Add => a.checked_add(b).unwrap_or(u32::MAX),
-                BinOp::Mul => a.checked_mul(b).unwrap_or(u32::MAX),
+                BinOp::Add => a.saturating_add(b),
+                BinOp::Mul => a.saturating_mul(b),
                 BinOp::Sub => u32::MAX,
                 BinOp::Div => a,
                 BinOp::Mod => a.min(b.saturating_sub(1)),

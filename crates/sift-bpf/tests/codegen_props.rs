@@ -132,7 +132,7 @@ fn pred(rng: &mut Rng, depth: u32) -> Pred {
     }
     match rng.below(6) {
         0 => pred(rng, depth - 1).not(),
-        1 | 2 | 3 => Pred::And((0..1 + rng.below(4)).map(|_| pred(rng, depth - 1)).collect()),
+        1..=3 => Pred::And((0..1 + rng.below(4)).map(|_| pred(rng, depth - 1)).collect()),
         _ => Pred::Or((0..1 + rng.below(4)).map(|_| pred(rng, depth - 1)).collect()),
     }
 }
@@ -373,7 +373,7 @@ fn branch_distances_around_the_8_bit_limit() {
     // (through `ja`).
     let eq = |i: u32| {
         let v = Value::load(Size::Byte, i);
-        Pred::eq(if i % 3 == 0 { v.bin(BinOp::And, Value::Const(0xff)) } else { v }, i)
+        Pred::eq(if i.is_multiple_of(3) { v.bin(BinOp::And, Value::Const(0xff)) } else { v }, i)
     };
     for n in 100..300u32 {
         let all: Vec<Pred> = (0..n).map(eq).collect();
@@ -416,7 +416,7 @@ fn guard_distances_around_the_8_bit_limit() {
     // a packet whose word j is 0xffffffff must be rejected by test j's guard.
     let guarded = |i: u32| {
         let v = Value::load_indexed(Size::Byte, Value::load(Size::Word, 4 * i), 0);
-        Pred::eq(if i % 2 == 0 { v.bin(BinOp::And, Value::Const(0xff)) } else { v }, 0)
+        Pred::eq(if i.is_multiple_of(2) { v.bin(BinOp::And, Value::Const(0xff)) } else { v }, 0)
     };
     for n in 30..110u32 {
         let shapes = [Pred::And((0..n).map(guarded).collect()), Pred::Or((0..n).map(guarded).collect()).not()];

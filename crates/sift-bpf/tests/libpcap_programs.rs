@@ -72,7 +72,7 @@ fn check_pair(dlt: &str, expr: &str, stats: &Mutex<Stats>) {
             continue;
         };
         compiled = true;
-        let mut fail = |what: String| {
+        let fail = |what: String| {
             stats.lock().unwrap().failures.push(format!("{dlt} {expr:?} (optimize {optimize}): {what}"));
         };
         let prog = match parse_program(&ddd) {
