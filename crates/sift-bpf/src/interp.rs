@@ -385,7 +385,8 @@ fn fuse(load: Op, jump: Op) -> Option<Op> {
         _ => return None,
     };
     let o = Fused { off, k, t, f };
-    const TABLE: [[fn(Fused) -> Op; 4]; 6] = [
+    type Make = fn(Fused) -> Op;
+    const TABLE: [[Make; 4]; 6] = [
         [Op::AbsBJeq, Op::AbsBJgt, Op::AbsBJge, Op::AbsBJset],
         [Op::AbsHJeq, Op::AbsHJgt, Op::AbsHJge, Op::AbsHJset],
         [Op::AbsWJeq, Op::AbsWJgt, Op::AbsWJge, Op::AbsWJset],
