@@ -201,12 +201,16 @@ fn swap_nflog(data: &mut [u8], caplen: usize, wire_len: usize) {
 /// Memory-mapped Linux USB: if the packet is a completed incoming
 /// isochronous transfer whose original length looks computed the old, wrong
 /// way (header + descriptors + URB length), recompute it from the
-/// descriptors as libpcap does. `data` must already be in host order.
-/// Returns the (possibly corrected) original length.
+/// descriptors as libpcap 1.10.3 does. `data` must already be in host
+/// order. Returns the (possibly corrected) original length.
+///
+/// libpcap 1.10.3 checks the old-style length in 64-bit arithmetic, computes
+/// the new one in wrapping 32-bit arithmetic and trusts the descriptor
+/// count (later versions saturate and cap it at 128); only the descriptors
+/// actually captured are looked at.
 pub(crate) fn usb_mmapped_wire_len(data: &[u8], wire_len: u32) -> u32 {
     const HEADER: u32 = 64;
     const DESC: u32 = 16;
-    const MAXDESC: u32 = 128;
     let caplen = data.len() as u32;
     if data.len() < HEADER as usize {
         return wire_len;
@@ -214,21 +218,18 @@ pub(crate) fn usb_mmapped_wire_len(data: &[u8], wire_len: u32) -> u32 {
     let (Some(ndesc), Some(urb_len)) = (read_u32_ne(data, 60), read_u32_ne(data, 32)) else {
         return wire_len;
     };
-    if ndesc > MAXDESC {
-        return wire_len;
-    }
     let event_type = data[8];
     let transfer_type = data[9];
     let endpoint = data[10];
     let data_flag = data[15];
-    let iso_header_len = HEADER + ndesc * DESC;
     let completion = transfer_type == 0 && event_type == b'C' && endpoint & 0x80 != 0;
-    if data_flag != 0 || !completion || wire_len != iso_header_len.wrapping_add(urb_len) {
+    // libpcap compares in 64-bit (size_t) arithmetic.
+    let old_style = u64::from(HEADER) + u64::from(ndesc) * u64::from(DESC) + u64::from(urb_len);
+    if data_flag != 0 || !completion || u64::from(wire_len) != old_style {
         return wire_len;
     }
-    if caplen < iso_header_len {
-        return wire_len;
-    }
+    // ...but keeps the corrected length in 32 bits.
+    let iso_header_len = ndesc.wrapping_mul(DESC).wrapping_add(HEADER);
     let mut end = 0u32;
     let mut left = caplen - HEADER;
     let mut at = HEADER as usize;
@@ -237,13 +238,13 @@ pub(crate) fn usb_mmapped_wire_len(data: &[u8], wire_len: u32) -> u32 {
         let offset = read_u32_ne(data, at + 4).unwrap_or(0);
         let len = read_u32_ne(data, at + 8).unwrap_or(0);
         if len != 0 {
-            end = end.max(offset.saturating_add(len));
+            end = end.max(offset.wrapping_add(len));
         }
         desc += 1;
         left -= DESC;
         at += DESC as usize;
     }
-    let fixed = iso_header_len.saturating_add(end);
+    let fixed = iso_header_len.wrapping_add(end);
     let mut out = wire_len;
     if fixed >= caplen {
         out = fixed;

@@ -260,7 +260,7 @@ impl Cursor {
                 format!("block has a length of {total} < {BLOCK_OVERHEAD}"),
             ));
         }
-        if total % 4 != 0 {
+        if !total.is_multiple_of(4) {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 start,
@@ -317,7 +317,7 @@ impl Cursor {
             }
             let code = rd16(body, at, le);
             let len = rd16(body, at + 2, le);
-            let padded = (usize::from(len) + 3) / 4 * 4;
+            let padded = usize::from(len).div_ceil(4) * 4;
             at += 4;
             if body.len() - at < padded {
                 return Err(short_block(b));

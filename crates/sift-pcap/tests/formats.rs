@@ -227,6 +227,29 @@ fn foreign_byte_order_pseudo_headers_are_swapped() {
 }
 
 #[test]
+fn foreign_pcapng_section_is_swapped_when_mapped() {
+    // A native section, then a foreign one with a CAN packet: the mapped
+    // capture switches to its patched copy at the second packet.
+    let b = NgBuilder::new()
+        .shb(NATIVE)
+        .idb(113, 0, &[])
+        .epb(0, 0, &sll_can([1, 2, 3, 4]))
+        .shb(FOREIGN)
+        .idb(113, 0, &[])
+        .epb(0, 0, &sll_can([1, 2, 3, 4]))
+        .bytes();
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sift_pcap_foreign_sll.pcapng");
+    std::fs::write(&path, &b).unwrap();
+    for cap in [open(b.clone()), Capture::open(&path).unwrap()] {
+        let (p, err) = read(&cap);
+        assert!(err.is_none());
+        assert_eq!(&p[0].data[16..20], &[1, 2, 3, 4]);
+        assert_eq!(&p[1].data[16..20], &[4, 3, 2, 1]);
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
 fn nflog_tlv_walk_stops_on_16_bit_rounding_like_libpcap() {
     // A TLV length of 0xFFFF rounds to 0x10000, which libpcap 1.10.3 keeps
     // in 16 bits (0): the walk stops and the next TLV stays as it is.

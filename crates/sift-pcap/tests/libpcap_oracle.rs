@@ -187,7 +187,7 @@ fn corpus_mutations_agree_with_libpcap() {
         eprintln!("NOTICE: no corpus; skipping");
         return;
     }
-    let mut rng = Rng::new(0x5eed_0001);
+    let mut rng = Rng::new(env_u64("SIFT_PCAP_SEED", 0x5eed_0001));
     let mut inputs = Vec::new();
     for f in &files {
         let mut base = std::fs::read(f).unwrap();
@@ -204,7 +204,9 @@ fn corpus_mutations_agree_with_libpcap() {
 
 /// Random packet data; for the link types libpcap post-processes, shaped so
 /// that the interesting paths are taken.
-fn gen_data(rng: &mut Rng, linktype: u32, e: Endian) -> Vec<u8> {
+/// Random packet data plus, sometimes, an original length to use with it.
+fn gen_data(rng: &mut Rng, linktype: u32, e: Endian) -> (Vec<u8>, Option<u32>) {
+    let mut wire = None;
     let n = match rng.below(4) {
         0 => rng.below(24),
         1 => rng.below(80),
@@ -236,33 +238,41 @@ fn gen_data(rng: &mut Rng, linktype: u32, e: Endian) -> Vec<u8> {
                     _ => (4 + rng.below(20)) as u16,
                 };
                 put(&mut d, at, &e.u16(len));
-                at += (usize::from(len) + 3) / 4 * 4;
+                at += usize::from(len).div_ceil(4) * 4;
                 if len < 4 {
                     break;
                 }
             }
         }
-        189 | 220 => {
-            if rng.chance(3, 4) {
-                d.resize(d.len().max(64 + 16 * rng.below(6) as usize), 0);
-                let ndesc = rng.below(5) as u32;
-                let urb_len = rng.below(400) as u32;
-                put(&mut d, 8, &[if rng.chance(3, 4) { b'C' } else { b'S' }]);
-                put(&mut d, 9, &[if rng.chance(3, 4) { 0 } else { 2 }]);
-                put(&mut d, 10, &[if rng.chance(3, 4) { 0x81 } else { 1 }]);
-                put(&mut d, 15, &[if rng.chance(3, 4) { 0 } else { b'<' }]);
-                put(&mut d, 32, &e.u32(urb_len));
-                put(&mut d, 60, &e.u32(if rng.chance(9, 10) { ndesc } else { rng.next_u64() as u32 }));
-                for i in 0..ndesc as usize {
-                    let at = 64 + 16 * i;
-                    put(&mut d, at + 4, &e.u32(rng.below(300) as u32));
-                    put(&mut d, at + 8, &e.u32(if rng.chance(1, 4) { 0 } else { rng.below(200) as u32 }));
-                }
+        189 | 220 if rng.chance(3, 4) => {
+            d.resize(d.len().max(64 + 16 * rng.below(6) as usize), 0);
+            let ndesc = rng.below(5) as u32;
+            let urb_len = rng.below(400) as u32;
+            put(&mut d, 8, &[if rng.chance(3, 4) { b'C' } else { b'S' }]);
+            put(&mut d, 9, &[if rng.chance(3, 4) { 0 } else { 2 }]);
+            put(&mut d, 10, &[if rng.chance(3, 4) { 0x81 } else { 1 }]);
+            put(&mut d, 15, &[if rng.chance(3, 4) { 0 } else { b'<' }]);
+            put(&mut d, 32, &e.u32(urb_len));
+            let ndesc_field = match rng.below(10) {
+                0 => rng.next_u64() as u32,
+                1 => 120 + rng.below(20) as u32,
+                _ => ndesc,
+            };
+            put(&mut d, 60, &e.u32(ndesc_field));
+            for i in 0..ndesc as usize {
+                let at = 64 + 16 * i;
+                put(&mut d, at + 4, &e.u32(rng.below(300) as u32));
+                put(&mut d, at + 8, &e.u32(if rng.chance(1, 4) { 0 } else { rng.below(200) as u32 }));
+            }
+            // The original length old libpcap versions computed, which
+            // libpcap corrects.
+            if rng.chance(2, 3) {
+                wire = Some(ndesc_field.wrapping_mul(16).wrapping_add(64).wrapping_add(urb_len));
             }
         }
         _ => {}
     }
-    d
+    (d, wire)
 }
 
 fn gen_linktype(rng: &mut Rng) -> u32 {
@@ -303,11 +313,12 @@ fn gen_pcap(rng: &mut Rng) -> Vec<u8> {
     let snaplen = gen_snaplen(rng);
     let mut b = PcapBuilder::new(e, magic, version, snaplen, lt);
     for _ in 0..rng.below(10) {
-        let data = gen_data(rng, lt & 0x03FF_FFFF, e);
+        let (data, wire) = gen_data(rng, lt & 0x03FF_FFFF, e);
         let n = data.len() as u32;
         let secs = if rng.chance(1, 4) { rng.next_u64() as u32 } else { 1_600_000_000 + rng.below(1000) as u32 };
         let frac = if rng.chance(1, 4) { rng.next_u64() as u32 } else { rng.below(1_000_000_000) as u32 };
         let (cap, len) = match rng.below(6) {
+            _ if wire.is_some() => (n, wire.unwrap_or(n)),
             0 => (n, n + rng.below(100) as u32),
             1 => (n, rng.below(u64::from(n) + 1) as u32),
             2 => (n, rng.next_u64() as u32),
@@ -381,7 +392,7 @@ fn gen_pcapng(rng: &mut Rng) -> Vec<u8> {
             b = b.idb(lt, snaplen, &opts);
         }
         for _ in 0..rng.below(10) {
-            let data = gen_data(rng, u32::from(lt), e);
+            let (data, wire) = gen_data(rng, u32::from(lt), e);
             let n = data.len() as u32;
             let iface = if rng.chance(1, 12) { nif + rng.below(2) as u32 } else { rng.below(u64::from(nif)) as u32 };
             let ticks = if rng.chance(1, 3) { rng.next_u64() } else { 1_600_000_000_000_000 + rng.below(1 << 40) };
@@ -390,7 +401,7 @@ fn gen_pcapng(rng: &mut Rng) -> Vec<u8> {
                 1 => b.pb(iface as u16, ticks, n, n + rng.below(3) as u32, &data),
                 2 => b.block([4u32, 5, 7, 9, 10, 0x0BAD][rng.below(6) as usize], &rng.bytes_upto(20)),
                 3 => b.epb_full(iface, ticks, n.saturating_sub(rng.below(3) as u32), n, &data),
-                _ => b.epb(iface, ticks, &data),
+                _ => b.epb_full(iface, ticks, n, wire.unwrap_or(n), &data),
             };
         }
     }
@@ -402,12 +413,18 @@ fn gen_pcapng(rng: &mut Rng) -> Vec<u8> {
     v
 }
 
+/// `SIFT_PCAP_SEED` / `SIFT_PCAP_CASES` override the generator's seed and
+/// case count for longer runs.
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 #[test]
 fn generated_files_agree_with_libpcap() {
     let Some(exe) = build_oracle() else { return };
-    let mut rng = Rng::new(0x5eed_0002);
+    let mut rng = Rng::new(env_u64("SIFT_PCAP_SEED", 0x5eed_0002));
     let mut inputs = Vec::new();
-    for i in 0..3000 {
+    for i in 0..env_u64("SIFT_PCAP_CASES", 3000) {
         let mut v = if i % 2 == 0 { gen_pcap(&mut rng) } else { gen_pcapng(&mut rng) };
         if rng.chance(1, 5) {
             let fields = common::length_fields(&v);

@@ -171,7 +171,7 @@ pub fn ng_option(e: Endian, code: u16, value: &[u8]) -> Vec<u8> {
     v.extend_from_slice(&e.u16(code));
     v.extend_from_slice(&e.u16(value.len() as u16));
     v.extend_from_slice(value);
-    while v.len() % 4 != 0 {
+    while !v.len().is_multiple_of(4) {
         v.push(0);
     }
     v
@@ -184,7 +184,7 @@ impl NgBuilder {
     /// A block with the correct lengths (body padded to 4).
     pub fn block(self, btype: u32, body: &[u8]) -> NgBuilder {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let total = 12 + body.len() as u32;
