@@ -89,8 +89,18 @@ fn snaplen(a: &Args) -> u32 {
     }
 }
 
+/// `sift: <message>` then the expression with a caret line under the
+/// offending text, both indented alike so the caret lines up.
 fn compile_error(e: sift::Error) -> Fail {
-    Fail(e.render())
+    match &e {
+        sift::Error::Expression { source, error } => {
+            let rendered = error.render(source);
+            let mut lines = rendered.lines();
+            let (text, caret) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+            Fail(format!("{}\n  {text}\n  {caret}", error.message))
+        }
+        _ => Fail(e.to_string()),
+    }
 }
 
 fn explain(a: &Args) -> Result<ExitCode, Fail> {

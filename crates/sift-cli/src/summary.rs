@@ -42,16 +42,20 @@ pub fn summarize(linktype: u32, data: &[u8]) -> String {
         1 => ethernet(&b, &mut out),
         113 => b.u16(14).map(|p| ethertype(p, b.rest(16), &mut out)),
         276 => b.u16(0).map(|p| ethertype(p, b.rest(20), &mut out)),
-        101 | 12 | 14 => Some(raw_ip(data, &mut out)),
-        228 => Some(ipv4(&Bytes(data), &mut out)),
-        229 => Some(ipv6(&Bytes(data), &mut out)),
-        0 | 108 => b.u32(0).map(|af| {
+        101 | 12 | 14 => {
+            raw_ip(data, &mut out);
+            Some(())
+        }
+        228 => ipv4(&Bytes(data), &mut out),
+        229 => ipv6(&Bytes(data), &mut out),
+        0 | 108 => b.u32(0).and_then(|af| {
             let af = if linktype == 0 && af > 0xffff { af.swap_bytes() } else { af };
             match af {
                 2 => ipv4(&Bytes(b.rest(4)), &mut out),
                 10 | 24 | 28 | 30 => ipv6(&Bytes(b.rest(4)), &mut out),
                 other => {
                     let _ = write!(out, "AF {other}");
+                    Some(())
                 }
             }
         }),

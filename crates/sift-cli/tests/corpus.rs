@@ -132,6 +132,12 @@ fn sift_writes_what_tcpdump_writes() {
     for f in failures.iter().take(40) {
         println!("  DIFFERENT: {f}");
     }
+    // The full list, for investigation.
+    let report = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-differences.txt");
+    let _ = std::fs::write(&report, failures.join("\n"));
+    if !failures.is_empty() {
+        println!("  (all {} differences: {})", failures.len(), report.display());
+    }
     assert!(failures.is_empty(), "{} pairs differ from tcpdump", failures.len());
 }
 
