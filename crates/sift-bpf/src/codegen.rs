@@ -352,8 +352,10 @@ impl Gen {
                 // Not aborting, so the sum fits.
                 Some(c) => emit(op::LD | size_code(*size) | op::ABS, c.wrapping_add(*offset)),
                 None => {
-                    self.index_to_x(i, u64::from(*offset) + u64::from(size.bytes()), out)?;
-                    out.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, *offset)));
+                    // Not aborting, so the offset fits.
+                    let (i, offset) = peel(i, *offset);
+                    self.index_to_x(i, offset + u64::from(size.bytes()), out)?;
+                    out.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, offset as u32)));
                 }
             },
             Value::Neg(a) => {
@@ -537,11 +539,11 @@ fn need(v: &Value) -> u32 {
     }
     match v {
         Value::Const(_) | Value::Len | Value::Load { index: None, .. } => 0,
-        Value::Load { index: Some(i), .. } => {
+        Value::Load { index: Some(i), offset, .. } => {
             if fold(i).is_some() {
                 0
             } else {
-                need(i)
+                need(peel(i, *offset).0)
             }
         }
         Value::Neg(a) => need(a),
@@ -593,9 +595,14 @@ fn header_len_offset(v: &Value) -> Option<u32> {
         (l, Value::Const(0xf)) | (Value::Const(0xf), l) => l,
         _ => return None,
     };
-    match load {
-        Value::Load { size: Size::Byte, index: None, offset } if u64::from(*offset) <= LAST_OFFSET => Some(*offset),
-        _ => None,
+    let Value::Load { size: Size::Byte, index, offset } = load else { return None };
+    // A constant index is part of the address.
+    let base = index.as_deref().map_or(Some(0), fold)?;
+    let at = u64::from(base) + u64::from(*offset);
+    if at <= LAST_OFFSET {
+        Some(at as u32)
+    } else {
+        None
     }
 }
 
@@ -615,15 +622,42 @@ fn aborts(v: &Value) -> bool {
     match v {
         Value::Const(_) | Value::Len => false,
         Value::Load { size, index, offset } => {
-            let base = index.as_deref().map_or(Some(0), fold).unwrap_or(0);
-            let last = u64::from(base) + u64::from(*offset) + u64::from(size.bytes()) - 1;
-            last > LAST_OFFSET || index.as_deref().is_some_and(aborts)
+            // The smallest offset the load can have.
+            let start = match index.as_deref() {
+                None => u64::from(*offset),
+                Some(i) => match fold(i) {
+                    Some(c) => u64::from(c) + u64::from(*offset),
+                    None => peel(i, *offset).1,
+                },
+            };
+            start + u64::from(size.bytes()) - 1 > LAST_OFFSET || index.as_deref().is_some_and(aborts)
         }
         Value::Neg(a) => aborts(a),
         Value::Bin(bop, l, r) => {
             (matches!(bop, BinOp::Div | BinOp::Mod) && fold(r) == Some(0)) || aborts(l) || aborts(r)
         }
     }
+}
+
+/// Moves constant addends of a load's index into its offset: `[(i + c) + k]`
+/// is `[i + (c + k)]` when `i + c` cannot wrap around (the IR adds the index
+/// in 32 bits, then the offset exactly). Returns the remaining index and the
+/// offset, which may exceed 32 bits (the load then always aborts).
+fn peel(index: &Value, offset: u32) -> (&Value, u64) {
+    let (mut index, mut offset) = (index, u64::from(offset));
+    while let Value::Bin(BinOp::Add, a, b) = index {
+        let (rest, c) = match (fold(a), fold(b)) {
+            (_, Some(c)) => (&**a, c),
+            (Some(c), None) => (&**b, c),
+            (None, None) => break,
+        };
+        if u64::from(max_value(rest)) + u64::from(c) > u64::from(u32::MAX) {
+            break;
+        }
+        index = rest;
+        offset += u64::from(c);
+    }
+    (index, offset)
 }
 
 /// Is `v` nested at most `budget` levels deep?
@@ -872,6 +906,18 @@ mod tests {
             "(000) ld       [0]\n(001) jgt      #0x7ffffff3      jt 6\tjf 2\n(002) tax      \n(003) ldh      [x + 10]\n\
              (004) jeq      #0x1             jt 5\tjf 6\n(005) ret      #262144\n(006) ret      #0\n"
         );
+        // Constant addends of the index move into the offset (tcp[13] as
+        // lowered: u8[(13 + hlen) + 14]), unless the addition could wrap.
+        let tcp13 = Value::load_indexed(Size::Byte, Value::Const(13).bin(BinOp::Add, Value::ipv4_header_len(14)), 14);
+        assert!(d(&Pred::eq(tcp13, 2)).starts_with("(000) ldxb     4*([14]&0xf)\n(001) ldb      [x + 27]\n"));
+        let wraps = Value::load_indexed(Size::Byte, ld(Size::Word, 0).bin(BinOp::Add, Value::Const(3)), 14);
+        assert!(d(&Pred::eq(wraps, 2)).contains("(001) add      #3\n"));
+        // The header length over a byte with a constant index.
+        let hlen = Value::load_indexed(Size::Byte, Value::Const(0), 14)
+            .bin(BinOp::And, Value::Const(0xf))
+            .bin(BinOp::Mul, Value::Const(4));
+        let ip_word = Value::load_indexed(Size::Half, hlen.bin(BinOp::Add, Value::Const(2)), 14);
+        assert!(d(&Pred::eq(ip_word, 53)).starts_with("(000) ldxb     4*([14]&0xf)\n(001) ldh      [x + 16]\n"));
         // A constant index folds into the offset.
         let c = Value::load_indexed(Size::Byte, Value::Const(4), 10);
         assert!(d(&Pred::eq(c, 1)).starts_with("(000) ldb      [14]\n"));

@@ -73,9 +73,16 @@ fn constant(rng: &mut Rng) -> u32 {
 
 /// A value likely to be a small index, sometimes not.
 fn index(rng: &mut Rng, depth: u32) -> Value {
-    match rng.below(8) {
+    match rng.below(11) {
         0 => Value::load(Size::Byte, offset(rng)),
         1 => Value::ipv4_header_len(rng.below(40) as u32),
+        8 if depth > 0 => index(rng, depth - 1).bin(BinOp::Add, Value::Const(constant(rng))),
+        9 if depth > 0 => Value::Const(constant(rng)).bin(BinOp::Add, index(rng, depth - 1)),
+        10 => {
+            // The header length idiom over a load with a constant index.
+            let byte = Value::load_indexed(Size::Byte, Value::Const(rng.below(20) as u32), rng.below(20) as u32);
+            byte.bin(BinOp::And, Value::Const(0xf)).bin(BinOp::Mul, Value::Const(4))
+        }
         2 => Value::Const(rng.below(50) as u32),
         3 => Value::Len,
         4 => Value::load(size(rng), offset(rng)),
