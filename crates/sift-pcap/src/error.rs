@@ -24,6 +24,12 @@ pub enum ErrorKind {
 /// `Display` gives `"<what>, at byte offset N"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// Boxed so that `Result<Packet, Error>` stays small on the hot path.
+    inner: Box<Inner>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Inner {
     kind: ErrorKind,
     message: String,
     offset: u64,
@@ -34,9 +40,11 @@ impl Error {
     /// is an owned string).
     pub(crate) fn new(kind: ErrorKind, offset: usize, message: impl Into<String>) -> Error {
         Error {
-            kind,
-            message: message.into(),
-            offset: offset as u64,
+            inner: Box::new(Inner {
+                kind,
+                message: message.into(),
+                offset: offset as u64,
+            }),
         }
     }
 
@@ -46,23 +54,23 @@ impl Error {
 
     /// Byte offset in the input of the structure that could not be read.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.inner.offset
     }
 
     /// The class of the error.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.inner.kind
     }
 
     /// The description without the offset.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}, at byte offset {}", self.message, self.offset)
+        write!(f, "{}, at byte offset {}", self.inner.message, self.inner.offset)
     }
 }
 

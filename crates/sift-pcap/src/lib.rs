@@ -54,6 +54,7 @@
 
 #![warn(missing_docs)]
 
+mod bytes;
 mod error;
 mod fixup;
 pub mod linktype;
@@ -130,6 +131,7 @@ enum Start {
 }
 
 impl Start {
+    #[inline]
     fn next(&mut self, bytes: &[u8]) -> Option<Result<RawRecord, Error>> {
         match self {
             Start::Pcap(c) => c.next(bytes),
@@ -258,7 +260,7 @@ impl Capture {
         // Owned input is patched in place right away: cheap next to reading
         // it, and it avoids holding a second copy.
         if let Storage::Owned(v) = &mut cap.storage {
-            if might_need_patch(&cap.start) {
+            if might_need_patch(&cap.start, v) {
                 patch_all(v, &cap.start);
             }
             cap.prepatched = true;
@@ -335,14 +337,12 @@ impl Capture {
     }
 }
 
-/// Whether any packet could need pseudo-header swapping. For pcapng this is
-/// only known after reading every interface, so only an all-native-order,
-/// single-section file with an unaffected first interface could be skipped;
-/// we simply scan every pcapng file.
-fn might_need_patch(start: &Start) -> bool {
+/// Whether any packet could need pseudo-header swapping: known from the
+/// header for pcap; for pcapng, from a quick walk over the block headers.
+fn might_need_patch(start: &Start, bytes: &[u8]) -> bool {
     match start {
         Start::Pcap(c) => c.may_need_swap(),
-        Start::Ng(_) => true,
+        Start::Ng(c) => c.swap_possible(bytes),
     }
 }
 

@@ -13,6 +13,7 @@
 //!   snapshot length (but within the maximum) the record is cut to the
 //!   snapshot length and the rest of its data skipped.
 
+use crate::bytes::{rd16, rd32, u32_at};
 use crate::error::{Error, ErrorKind};
 use crate::linktype;
 use crate::timestamp::Timestamp;
@@ -54,30 +55,6 @@ pub(crate) struct Header {
     /// Snapshot length as libpcap reports it.
     pub snapshot: u32,
     lengths: LengthOrder,
-}
-
-fn rd32(b: &[u8], at: usize, le: bool) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(s) = b.get(at..at + 4) {
-        w.copy_from_slice(s);
-    }
-    if le {
-        u32::from_le_bytes(w)
-    } else {
-        u32::from_be_bytes(w)
-    }
-}
-
-fn rd16(b: &[u8], at: usize, le: bool) -> u16 {
-    let mut w = [0u8; 2];
-    if let Some(s) = b.get(at..at + 2) {
-        w.copy_from_slice(s);
-    }
-    if le {
-        u16::from_le_bytes(w)
-    } else {
-        u16::from_be_bytes(w)
-    }
 }
 
 /// Checks for a pcap magic number in the first 4 bytes. Returns the file's
@@ -201,24 +178,16 @@ impl Cursor {
     pub(crate) fn next(&mut self, bytes: &[u8]) -> Option<Result<RawRecord, Error>> {
         let start = self.pos;
         let rest = bytes.get(start..)?;
-        if rest.is_empty() {
-            return None;
-        }
-        let Some(h) = rest.get(..self.record_len) else {
-            return Some(Err(Error::new(
-                ErrorKind::Truncated,
-                start,
-                format!(
-                    "truncated record header: {} of {} bytes",
-                    rest.len(),
-                    self.record_len
-                ),
-            )));
+        let Some(h) = rest.first_chunk::<16>().filter(|_| rest.len() >= self.record_len) else {
+            if rest.is_empty() {
+                return None;
+            }
+            return Some(Err(self.truncated_header(start, rest.len())));
         };
-        let secs = rd32(h, 0, self.le);
-        let frac = rd32(h, 4, self.le);
-        let mut caplen = rd32(h, 8, self.le);
-        let mut wire_len = rd32(h, 12, self.le);
+        let secs = u32_at::<0, 16>(h, self.le);
+        let frac = u32_at::<4, 16>(h, self.le);
+        let mut caplen = u32_at::<8, 16>(h, self.le);
+        let mut wire_len = u32_at::<12, 16>(h, self.le);
         match self.lengths {
             LengthOrder::Normal => {}
             LengthOrder::Exchanged => std::mem::swap(&mut caplen, &mut wire_len),
@@ -228,36 +197,54 @@ impl Cursor {
                 }
             }
         }
-        if caplen > self.max_caplen {
-            return Some(Err(Error::new(
-                ErrorKind::Malformed,
-                start,
-                format!(
-                    "invalid packet capture length {caplen}, bigger than maximum of {}",
-                    self.max_caplen
-                ),
-            )));
+        let available = rest.len() - self.record_len;
+        if caplen > self.max_caplen || caplen as usize > available {
+            return Some(Err(self.bad_length(start, caplen, available)));
         }
         let data_start = start + self.record_len;
-        let available = rest.len() - self.record_len;
-        if caplen as usize > available {
-            return Some(Err(Error::new(
-                ErrorKind::Truncated,
-                start,
-                format!("truncated record: {caplen} captured bytes, only {available} left"),
-            )));
-        }
         self.pos = data_start + caplen as usize;
-        let ts = Timestamp::from_pcap(secs, frac, self.nanos, self.swapped);
         Some(Ok(RawRecord {
             data_start,
             caplen: caplen.min(self.snapshot),
             wire_len,
             linktype: self.linktype,
             interface: 0,
-            ts,
+            ts: Timestamp::from_pcap(secs, frac, self.nanos, self.swapped),
             post: self.post,
         }))
+    }
+
+    #[cold]
+    fn truncated_header(&self, start: usize, have: usize) -> Error {
+        Error::new(
+            ErrorKind::Truncated,
+            start,
+            format!("truncated record header: {have} of {} bytes", self.record_len),
+        )
+    }
+
+    #[cold]
+    fn bad_length(&self, start: usize, caplen: u32, available: usize) -> Error {
+        if caplen > self.max_caplen {
+            // libpcap words this after the snapshot length when it is the
+            // smaller limit.
+            let (what, limit) = if caplen > self.snapshot {
+                ("snaplen", self.snapshot)
+            } else {
+                ("maximum", self.max_caplen)
+            };
+            Error::new(
+                ErrorKind::Malformed,
+                start,
+                format!("invalid packet capture length {caplen}, bigger than {what} of {limit}"),
+            )
+        } else {
+            Error::new(
+                ErrorKind::Truncated,
+                start,
+                format!("truncated record: {caplen} captured bytes, only {available} left"),
+            )
+        }
     }
 }
 

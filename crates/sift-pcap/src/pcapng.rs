@@ -18,6 +18,7 @@
 //! ones need major version 1 (any minor); a Simple Packet Block whose
 //! packet does not fit in the block is damage (not cut to the block size).
 
+use crate::bytes::{rd16, rd32, rd64, u16_at, u32_at};
 use crate::error::{Error, ErrorKind};
 use crate::linktype;
 use crate::timestamp::{Timestamp, DEFAULT_TSRESOL};
@@ -40,42 +41,6 @@ const SHB_MAX: u32 = 1024 * 1024;
 const INITIAL_MAX_BLOCK: u64 = 16 * 1024 * 1024;
 /// The smallest Interface Description Block; bounds the interface table.
 const IDB_MIN: usize = 20;
-
-fn rd32(b: &[u8], at: usize, le: bool) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(s) = b.get(at..at.saturating_add(4)) {
-        w.copy_from_slice(s);
-    }
-    if le {
-        u32::from_le_bytes(w)
-    } else {
-        u32::from_be_bytes(w)
-    }
-}
-
-fn rd16(b: &[u8], at: usize, le: bool) -> u16 {
-    let mut w = [0u8; 2];
-    if let Some(s) = b.get(at..at.saturating_add(2)) {
-        w.copy_from_slice(s);
-    }
-    if le {
-        u16::from_le_bytes(w)
-    } else {
-        u16::from_be_bytes(w)
-    }
-}
-
-fn rd64(b: &[u8], at: usize, le: bool) -> u64 {
-    let mut w = [0u8; 8];
-    if let Some(s) = b.get(at..at.saturating_add(8)) {
-        w.copy_from_slice(s);
-    }
-    if le {
-        u64::from_le_bytes(w)
-    } else {
-        u64::from_be_bytes(w)
-    }
-}
 
 /// The byte order a Section Header Block at `pos` declares: `Some(true)`
 /// for little-endian, `None` if the block is too short to tell or the
@@ -114,7 +79,13 @@ struct Iface {
     post: u8,
 }
 
-/// A block located and checked by [`read_block`].
+/// Once an interface of `linktype` is known, blocks big enough for its
+/// largest packet plus 128 KiB of options are acceptable (libpcap).
+fn max_block_for(linktype: u32) -> u64 {
+    8 + 20 + u64::from(linktype::max_snaplen(linktype)) + 131_072 + 4
+}
+
+/// A block located and checked by `Cursor::read_block`.
 struct Block {
     start: usize,
     btype: u32,
@@ -190,7 +161,6 @@ impl Cursor {
             max_block: INITIAL_MAX_BLOCK,
         };
         loop {
-            c.follow_section_order(bytes);
             let Some(b) = c.read_block(bytes)? else {
                 return Err(Error::new(
                     ErrorKind::Malformed,
@@ -226,76 +196,66 @@ impl Cursor {
         }
     }
 
-    /// If a Section Header Block starts at the cursor and declares the
-    /// other byte order, switch to it before reading the block's length.
-    fn follow_section_order(&mut self, bytes: &[u8]) {
-        if rd32(bytes, self.pos, true) == BT_SHB {
-            if let Some(le) = section_order(bytes, self.pos) {
-                self.le = le;
-            }
-        }
-    }
-
     /// Reads and checks the block at the cursor and moves past it.
-    /// `Ok(None)` at a clean end of input.
+    /// `Ok(None)` at a clean end of input. A Section Header Block that
+    /// declares the other byte order switches the cursor to it before its
+    /// length is read.
+    #[inline]
     fn read_block(&mut self, bytes: &[u8]) -> Result<Option<Block>, Error> {
         let start = self.pos;
-        let rest = bytes.get(start..).unwrap_or(&[]);
-        if rest.is_empty() {
-            return Ok(None);
-        }
-        if rest.len() < 8 {
+        let rest = match bytes.get(start..) {
+            Some(r) if !r.is_empty() => r,
+            _ => return Ok(None),
+        };
+        let Some(h) = rest.first_chunk::<8>() else {
             return Err(Error::new(
                 ErrorKind::Truncated,
                 start,
                 format!("truncated block header: {} of 8 bytes", rest.len()),
             ));
+        };
+        if h[..4] == BT_SHB.to_le_bytes() {
+            if let Some(le) = section_order(bytes, start) {
+                self.le = le;
+            }
         }
-        let btype = rd32(rest, 0, self.le);
-        let total = rd32(rest, 4, self.le);
-        if (total as usize) < BLOCK_OVERHEAD {
-            return Err(Error::new(
-                ErrorKind::Malformed,
-                start,
-                format!("block has a length of {total} < {BLOCK_OVERHEAD}"),
-            ));
-        }
-        if !total.is_multiple_of(4) {
-            return Err(Error::new(
-                ErrorKind::Malformed,
-                start,
-                format!("block has a length of {total} that is not a multiple of 4"),
-            ));
-        }
-        if u64::from(total) > self.max_block {
-            return Err(Error::new(
-                ErrorKind::Malformed,
-                start,
-                format!("block size {total} > maximum {}", self.max_block),
-            ));
-        }
-        let total = total as usize;
-        if total > rest.len() {
-            return Err(Error::new(
-                ErrorKind::Truncated,
-                start,
-                format!("truncated block: {} of {total} bytes", rest.len()),
-            ));
-        }
-        let trailer = rd32(rest, total - 4, self.le);
-        if trailer as usize != total {
+        let btype = u32_at::<0, 8>(h, self.le);
+        let total = u32_at::<4, 8>(h, self.le);
+        let block = match rest.get(..total as usize) {
+            Some(b) if total as usize >= BLOCK_OVERHEAD && total.is_multiple_of(4) && u64::from(total) <= self.max_block => b,
+            _ => return Err(self.bad_block_length(start, total, rest.len())),
+        };
+        let trailer = match block.last_chunk::<4>() {
+            Some(t) => u32_at::<0, 4>(t, self.le),
+            None => 0,
+        };
+        if trailer != total {
             return Err(Error::new(
                 ErrorKind::Malformed,
                 start,
                 format!("block total length in header {total} and trailer {trailer} don't match"),
             ));
         }
-        self.pos = start + total;
+        self.pos = start + total as usize;
         Ok(Some(Block {
             start,
             btype,
-            body: start + 8..start + total - 4,
+            body: start + 8..start + total as usize - 4,
         }))
+    }
+
+    #[cold]
+    fn bad_block_length(&self, start: usize, total: u32, available: usize) -> Error {
+        let (kind, msg) = if (total as usize) < BLOCK_OVERHEAD {
+            (ErrorKind::Malformed, format!("block has a length of {total} < {BLOCK_OVERHEAD}"))
+        } else if !total.is_multiple_of(4) {
+            (ErrorKind::Malformed, format!("block has a length of {total} that is not a multiple of 4"))
+        } else if u64::from(total) > self.max_block {
+            (ErrorKind::Malformed, format!("block size {total} > maximum {}", self.max_block))
+        } else {
+            (ErrorKind::Truncated, format!("truncated block: {available} of {total} bytes"))
+        };
+        Error::new(kind, start, msg)
     }
 
     /// Parses an Interface Description Block and appends the interface.
@@ -387,10 +347,7 @@ impl Cursor {
             resol: resol.unwrap_or(DEFAULT_TSRESOL),
             post,
         };
-        // Blocks big enough for this link type's largest packet plus
-        // 128 KiB of options are acceptable from now on.
-        let limit = 8 + 20 + u64::from(linktype::max_snaplen(lt)) + 131_072 + 4;
-        self.max_block = self.max_block.max(limit);
+        self.max_block = self.max_block.max(max_block_for(lt));
         if self.ifaces.len() == self.ifaces.capacity() {
             // Grow by at most the number of IDBs the rest of the input could
             // still hold, so the table stays smaller than the input.
@@ -402,6 +359,7 @@ impl Cursor {
     }
 
     /// Reads blocks up to the next packet: `None` at a clean end of input.
+    #[inline]
     pub(crate) fn next(&mut self, bytes: &[u8]) -> Option<Result<RawRecord, Error>> {
         match self.next_inner(bytes) {
             Ok(Some(r)) => Some(Ok(r)),
@@ -418,6 +376,33 @@ impl Cursor {
         self.pos = usize::MAX;
     }
 
+    /// Whether any packet from here on could need its pseudo-header
+    /// byte-swapped: a quick walk over the block headers looking for an
+    /// interface of a swapped link type in a section of the other byte
+    /// order. Stops (with `false`) where reading would stop with damage.
+    pub(crate) fn swap_possible(&self, bytes: &[u8]) -> bool {
+        if self.ifaces.iter().any(|i| i.post & POST_SWAP != 0) {
+            return true;
+        }
+        let mut c = Cursor {
+            pos: self.pos,
+            le: self.le,
+            native_le: self.native_le,
+            ifaces: Vec::new(),
+            max_block: self.max_block,
+        };
+        while let Ok(Some(b)) = c.read_block(bytes) {
+            if b.btype == BT_IDB {
+                let lt = linktype::normalize(u32::from(rd16(bytes, b.body.start, c.le)));
+                if c.le != c.native_le && fixup::needs_swap(lt) {
+                    return true;
+                }
+                c.max_block = c.max_block.max(max_block_for(lt));
+            }
+        }
+        false
+    }
+
     /// Heap bytes held by the interface table.
     pub(crate) fn allocated_bytes(&self) -> usize {
         self.ifaces.capacity() * std::mem::size_of::<Iface>()
@@ -426,7 +411,6 @@ impl Cursor {
     #[inline]
     fn next_inner(&mut self, bytes: &[u8]) -> Result<Option<RawRecord>, Error> {
         loop {
-            self.follow_section_order(bytes);
             let Some(b) = self.read_block(bytes)? else {
                 return Ok(None);
             };
@@ -434,11 +418,11 @@ impl Cursor {
             let body = bytes.get(b.body.clone()).unwrap_or(&[]);
             let (interface, ticks, caplen, wire_len, fixed) = match b.btype {
                 BT_EPB => {
-                    if body.len() < 20 {
+                    let Some(f) = body.first_chunk::<20>() else {
                         return Err(short_block(&b));
-                    }
-                    let ticks = (u64::from(rd32(body, 4, le)) << 32) | u64::from(rd32(body, 8, le));
-                    (rd32(body, 0, le), Some(ticks), rd32(body, 12, le), rd32(body, 16, le), 20)
+                    };
+                    let ticks = (u64::from(u32_at::<4, 20>(f, le)) << 32) | u64::from(u32_at::<8, 20>(f, le));
+                    (u32_at::<0, 20>(f, le), Some(ticks), u32_at::<12, 20>(f, le), u32_at::<16, 20>(f, le), 20)
                 }
                 BT_SPB => {
                     if body.len() < 4 {
@@ -449,12 +433,12 @@ impl Cursor {
                     (0, None, wire_len.min(snapshot), wire_len, 4)
                 }
                 BT_PB => {
-                    if body.len() < 20 {
+                    let Some(f) = body.first_chunk::<20>() else {
                         return Err(short_block(&b));
-                    }
-                    let ticks = (u64::from(rd32(body, 4, le)) << 32) | u64::from(rd32(body, 8, le));
-                    let iface = u32::from(rd16(body, 0, le));
-                    (iface, Some(ticks), rd32(body, 12, le), rd32(body, 16, le), 20)
+                    };
+                    let ticks = (u64::from(u32_at::<4, 20>(f, le)) << 32) | u64::from(u32_at::<8, 20>(f, le));
+                    let iface = u32::from(u16_at::<0, 20>(f, le));
+                    (iface, Some(ticks), u32_at::<12, 20>(f, le), u32_at::<16, 20>(f, le), 20)
                 }
                 BT_IDB => {
                     self.add_interface(bytes, &b)?;
