@@ -752,8 +752,9 @@ fn alu_k(bop: BinOp, k: u32, out: &mut Vec<Item>) {
     }
 }
 
-/// Removes unreachable instructions and `ja 0`, fixing jump offsets, until
-/// nothing changes. Jumps are forward, so offsets only shrink.
+/// Removes unreachable instructions, `ja 0` and [redundant
+/// loads](redundant_loads), fixing jump offsets, until nothing changes.
+/// Jumps are forward, so offsets only shrink.
 fn compact(prog: &mut Vec<Insn>) {
     loop {
         let n = prog.len();
@@ -771,7 +772,9 @@ fn compact(prog: &mut Vec<Insn>) {
                 }
             }
         }
-        let keep: Vec<bool> = (0..n).map(|pc| live[pc] && prog[pc] != Insn::stmt(op::JMP | op::JA, 0)).collect();
+        let redundant = redundant_loads(prog);
+        let keep: Vec<bool> =
+            (0..n).map(|pc| live[pc] && !redundant[pc] && prog[pc] != Insn::stmt(op::JMP | op::JA, 0)).collect();
         if keep.iter().all(|&k| k) {
             return;
         }
@@ -801,6 +804,97 @@ fn compact(prog: &mut Vec<Insn>) {
         }
         *prog = out;
     }
+}
+
+/// A value a register is known to hold: one that loading again cannot
+/// change (and, having been loaded, cannot abort).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    /// `ld`/`ldh`/`ldb [k]` (the opcode's size bits and `k`).
+    Abs(u16, u32),
+    /// The constant `k`.
+    Imm(u32),
+    /// The wire length.
+    Len,
+    /// `4*([k]&0xf)`.
+    HeaderLen(u32),
+}
+
+/// What A and X are known to hold before an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Regs {
+    a: Option<Known>,
+    x: Option<Known>,
+}
+
+impl Regs {
+    /// What holds on both paths.
+    fn meet(self, other: Regs) -> Regs {
+        let same = |p: Option<Known>, q: Option<Known>| if p == q { p } else { None };
+        Regs { a: same(self.a, other.a), x: same(self.x, other.x) }
+    }
+}
+
+/// Marks the instructions that load into A or X what that register already
+/// holds on every path reaching them (`ldh [12]` right after a `jeq` on
+/// `ldh [12]`, a second `ldxb 4*([14]&0xf)`, `tax` when X = A). Such a load
+/// ran before on every path, so it cannot abort now: removing it changes
+/// nothing. All jumps are forward, so one pass in program order sees every
+/// predecessor of an instruction before the instruction.
+fn redundant_loads(prog: &[Insn]) -> Vec<bool> {
+    use op::*;
+    let n = prog.len();
+    let mut redundant = vec![false; n];
+    let mut state: Vec<Option<Regs>> = vec![None; n];
+    if let Some(first) = state.first_mut() {
+        *first = Some(Regs { a: None, x: None });
+    }
+    for pc in 0..n {
+        let Some(mut regs) = state[pc] else { continue };
+        let insn = prog[pc];
+        let (code, k) = (insn.code, insn.k);
+        let loaded_a = if code == LD | IMM {
+            Some(Known::Imm(k))
+        } else if code == LD | W | LEN {
+            Some(Known::Len)
+        } else if code & 0xe7 == LD | ABS {
+            Some(Known::Abs(code & 0x18, k))
+        } else {
+            None
+        };
+        let loaded_x = if code == LDX | IMM {
+            Some(Known::Imm(k))
+        } else if code == LDX | W | LEN {
+            Some(Known::Len)
+        } else if code == LDX | B | MSH {
+            Some(Known::HeaderLen(k))
+        } else {
+            None
+        };
+        if let Some(v) = loaded_a {
+            redundant[pc] = regs.a == Some(v);
+            regs.a = Some(v);
+        } else if let Some(v) = loaded_x {
+            redundant[pc] = regs.x == Some(v);
+            regs.x = Some(v);
+        } else if code == MISC | TAX {
+            redundant[pc] = regs.a.is_some() && regs.x == regs.a;
+            regs.x = regs.a;
+        } else if code == MISC | TXA {
+            redundant[pc] = regs.x.is_some() && regs.a == regs.x;
+            regs.a = regs.x;
+        } else if code & 0x07 == LD || code & 0x07 == ALU {
+            regs.a = None;
+        } else if code & 0x07 == LDX {
+            regs.x = None;
+        }
+        for t in successors(pc, insn) {
+            if let Some(s) = state.get_mut(t) {
+                *s = Some(s.map_or(regs, |s| s.meet(regs)));
+            }
+        }
+    }
+    redundant
 }
 
 /// Where control may go after the instruction at `pc`.
@@ -1022,6 +1116,36 @@ mod tests {
             p = p.not();
         }
         assert_eq!(compile(&p, &CodegenOptions::default()), Err(CodegenError::TooDeep));
+    }
+
+    #[test]
+    fn redundant_loads_are_removed() {
+        use op::*;
+        let ip = Pred::eq(ld(Size::Half, 12), 0x800);
+        // The second `ldh [12]` only follows a jump taken after the first.
+        assert_eq!(
+            d(&ip.clone().and(ip.clone())),
+            "(000) ldh      [12]\n(001) jeq      #0x800           jt 2\tjf 4\n(002) jeq      #0x800           jt 3\tjf 4\n\
+             (003) ret      #262144\n(004) ret      #0\n"
+        );
+        // Not when another path arrives with another A.
+        let p = Pred::eq(ld(Size::Byte, 0), 1).or(ip.clone()).and(ip);
+        assert_eq!(compile_default(&p).iter().filter(|i| **i == Insn::stmt(LD | H | ABS, 12)).count(), 2);
+        let prog = [
+            Insn::stmt(LDX | B | MSH, 14),
+            Insn::stmt(LD | H | IND, 14),
+            Insn::jump(JMP | JEQ | K, 80, 2, 0),
+            Insn::stmt(LDX | B | MSH, 14), // X unchanged: redundant
+            Insn::stmt(LD | W | ABS, 16),
+            Insn::stmt(MISC | TAX, 0),
+            Insn::stmt(MISC | TXA, 0), // A == X: redundant
+            Insn::stmt(LD | IMM, 3),
+            Insn::stmt(ALU | ADD | K, 1),
+            Insn::stmt(LD | IMM, 3), // A changed in between
+            Insn::stmt(RET | A, 0),
+        ];
+        let marks: Vec<usize> = redundant_loads(&prog).iter().enumerate().filter(|p| *p.1).map(|p| p.0).collect();
+        assert_eq!(marks, vec![3, 6]);
     }
 
     #[test]
