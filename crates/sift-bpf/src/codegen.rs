@@ -1134,7 +1134,7 @@ mod tests {
         let prog = [
             Insn::stmt(LDX | B | MSH, 14),
             Insn::stmt(LD | H | IND, 14),
-            Insn::jump(JMP | JEQ | K, 80, 2, 0),
+            Insn::jump(JMP | JEQ | K, 80, 0, 0),
             Insn::stmt(LDX | B | MSH, 14), // X unchanged: redundant
             Insn::stmt(LD | W | ABS, 16),
             Insn::stmt(MISC | TAX, 0),
