@@ -1,0 +1,494 @@
+//! The decisive lowering test: sift's lowering, run by the reference
+//! evaluator, against libpcap 1.10.3's *unoptimized* programs.
+//!
+//! For every expression of [`EXPRS`] (each primitive in scope, errors
+//! included) on every link type of [`DLTS`], libpcap's program comes from
+//! `tcpdump -O -ddd -y DLT -- EXPR` and runs in `sift_bpf`'s interpreter
+//! (libpcap `bpf_filter` semantics); sift's predicate comes from
+//! `sift_syntax::parse` + `sift_ir::lower` and runs in `sift_ir::eval`. The
+//! two must agree on every packet of the shared captures (plus packets
+//! re-encapsulated from the Ethernet ones for the other link types) and on
+//! truncations of each (caplen below the wire length, which is kept).
+//!
+//! Outcomes are compared, not only verdicts: "accepted", "rejected" and
+//! "aborted" (an out-of-bounds load or a division by zero). An abort and a
+//! rejection give the same verdict for the expression alone but differ in
+//! any larger filter (under `not`, on the left of `or`), so comparing
+//! outcomes checks the expression and its negation at once. Truncations are
+//! what expose differences in which tests run, in which order, with which
+//! loads.
+//!
+//! Expressions libpcap rejects must be rejected by sift (the message may
+//! differ). An expression sift rejects as "not supported yet by sift" while
+//! libpcap compiles it is counted apart (features of later issues).
+//!
+//! Prints a summary (expressions, packets, comparisons, disagreements) and
+//! fails on any disagreement. Skips, saying so, when `tcpdump` or the
+//! captures are missing.
+
+use sift_bpf::interp::Program;
+use sift_bpf::Insn;
+use sift_ir::{lower, LinkType, LowerOptions, PacketView, Pred};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The link types in scope, by the name `tcpdump -y` takes.
+const DLTS: &[(&str, LinkType)] = &[
+    ("EN10MB", LinkType::EN10MB),
+    ("RAW", LinkType::RAW),
+    ("IPV4", LinkType::IPV4),
+    ("IPV6", LinkType::IPV6),
+    ("NULL", LinkType::NULL),
+    ("LOOP", LinkType::LOOP),
+    ("LINUX_SLL", LinkType::LINUX_SLL),
+    ("LINUX_SLL2", LinkType::LINUX_SLL2),
+];
+
+/// Expressions compared on every link type of [`DLTS`].
+const EXPRS: &[&str] = &[
+    // Link-level protocol abbreviations.
+    "ip", "ip6", "arp", "rarp", "atalk", "aarp", "decnet", "lat", "sca", "moprc", "mopdl",
+    "iso", "stp", "ipx", "netbeui",
+    // Layer 3/4 abbreviations.
+    "tcp", "udp", "sctp", "icmp", "icmp6", "igmp", "igrp", "pim", "ah", "esp", "vrrp", "carp",
+    "not tcp", "tcp or udp", "tcp and udp", "ip and not tcp", "not (ip or ip6)", "!arp && !ip",
+    // proto.
+    "proto 6", "proto 17", "proto \\tcp", "proto \\udp", "proto \\icmp", "proto ospf",
+    "ip proto 1", "ip proto \\icmp", "ip proto 17", "ip proto ospf", "ip proto OSPFIGP",
+    "ip proto 300", "ip6 proto 58", "ip6 proto 17", "ip6 proto \\tcp", "ip6 proto ipv6-icmp",
+    "ip6 proto 44", "ip6 proto 0", "proto \\ip", "ip proto mptcp", "proto 256",
+    "ether proto \\ip", "ether proto \\ip6", "ether proto \\arp", "ether proto \\rarp",
+    "ether proto \\atalk", "ether proto \\aarp", "ether proto \\decnet", "ether proto \\lat",
+    "ether proto \\sca", "ether proto \\moprc", "ether proto \\mopdl", "ether proto \\loopback",
+    "ether proto \\iso", "ether proto \\stp", "ether proto \\ipx", "ether proto \\netbeui",
+    "ether proto 0x800", "ether proto 0x86dd", "ether proto 0x88cc", "ether proto 100",
+    "ether proto 1500", "ether proto 1501", "ether proto 6", "ether proto 0x10000",
+    "link proto 0x806", "ether proto 0x9000", "ether proto 0", "ether proto 0xaa",
+    // host / net, IPv4.
+    "host 10.0.0.1", "host 192.168.1.1", "src host 127.0.0.1", "dst host 127.0.0.1",
+    "src or dst host 127.0.0.1", "src and dst host 127.0.0.1", "host 127.0.0.1",
+    "ip host 127.0.0.1", "arp host 127.0.0.1", "rarp host 127.0.0.1", "ip src 10.0.0.1",
+    "arp dst 192.168.1.1", "host 10", "host 167772161", "host 10.1", "host 10.1.2",
+    "src 10.0.0.1", "dst 10.0.0.1", "net 10", "net 192.168", "net 192.168.1", "net 127.0.0.0",
+    "net 258", "net 4096", "net 0", "net 10.0.0.0/8", "net 127.0.0.0/8", "net 192.168.0.0/16",
+    "net 0.0.0.0/0", "net 10.0.0.0 mask 255.0.0.0", "net 127.0.0.0 mask 255.255.0.0",
+    "net 192.168 mask 255.255.0.0", "src net 127.0.0.0/8", "dst net 10.0.0.0/8",
+    "ip net 127.0.0.0/24", "arp net 10.0.0.0/8", "src and dst net 127.0.0.0/8",
+    "net 10.0.0.1/8", "net 10.0.0.0/33", "net 10.0.0.1 mask 255.0.0.0",
+    "host 10.0.0.0/8", "src 10.0.0.0/8",
+    // host / net, IPv6.
+    "host ::1", "ip6 host ::1", "src host fe80::1", "dst host ff02::1", "host fe80::1/128",
+    "host 2001:db8::1", "net fe80::/10", "net ff00::/8", "src net 2001:db8::/32",
+    "dst net ::/0", "ip6 net fe80::/64", "src and dst host ::1", "host ::ffff:1.2.3.4",
+    "net fe80::1/10", "net ::/129", "host fe80::/10", "tcp host ::1", "ip host ::1",
+    // host names.
+    "host localhost", "ip host localhost", "src host localhost", "arp host localhost",
+    "ip6 host localhost", "host nonexistent.invalid", "net loopback", "net link-local",
+    "net default", "net nosuchnet",
+    // MAC.
+    "ether host 1:2:3:4:5:6", "ether src 0:0:0:0:0:0", "ether dst ff:ff:ff:ff:ff:ff",
+    "ether host 00:1b:21:3c:9d:f8", "ether src host 0:1:2:3:4:5", "ether dst host a:b:c:d:e:f",
+    "ether src and dst 1:2:3:4:5:6", "ether host nosuchhost", "host 1:2:3:4:5:6",
+    // broadcast / multicast.
+    "broadcast", "ether broadcast", "multicast", "ether multicast", "ip multicast",
+    "ip6 multicast", "ip broadcast", "ip6 broadcast", "tcp multicast",
+    // ports.
+    "port 80", "port 53", "port 22", "tcp port 80", "udp port 53", "sctp port 9",
+    "src port 80", "dst port 443", "src or dst port 53", "src and dst port 53",
+    "tcp src port 1024", "udp dst port 53", "port http", "port ssh", "port domain",
+    "port bootps", "port www", "port mail", "tcp port domain", "udp port domain",
+    "udp port ssh", "sctp port http", "tcp port bootps", "port 65535", "port 65536",
+    "port 0", "port nosuchport", "port 80 or port 443", "tcp port 80 or 443",
+    "port 80-90", "ip port 80", "ip6 port 80", "portrange 1-1023", "portrange 6000-6008",
+    "portrange 90-80", "portrange 80", "portrange 25-smtp", "portrange smtp-25",
+    "portrange ssh-domain", "tcp portrange ssh-domain", "udp portrange ssh-domain",
+    "portrange ftp-data-ssh", "portrange 80--90", "portrange 70000-smtp", "portrange 0-65536",
+    "src portrange 1-1023", "dst portrange 1024-65535", "src and dst portrange 1-1023",
+    "tcp portrange 0-100", "udp portrange 53-53", "sctp portrange 1-2", "port 6000",
+    // len / less / greater.
+    "less 100", "greater 100", "less 0", "greater 1500", "len > 60", "len <= 60",
+    "len = 60", "len != 60", "len >= 1500", "len < 100", "length > 100", "len - 14 > 100",
+    "len + 1 > 5", "len * 2 > 200", "len / 2 > 50", "len % 7 = 3", "len & 1 = 1",
+    "len | 1 = 61", "len ^ 1 = 61", "len << 1 > 100", "len >> 2 > 10", "-len = 0",
+    "len - len = 0", "1 << len = 0", "0x80000000 >> len != 0", "2 << (len - 60) = 8",
+    // Accessors and arithmetic.
+    "ether[0] = 1", "ether[0] & 1 != 0", "ether[12:2] = 0x800", "ether[6:4] = 0",
+    "link[0:2] = 0xffff", "ether[len - 1] = 0", "ether[1000] = 0", "ether[0:4] & 0xffffffff != 0",
+    "ip[0] & 0xf = 5", "ip[0] & 0xf0 = 0x40", "ip[9] = 6", "ip[6:2] & 0x1fff = 0",
+    "ip[2:2] > 100", "ip[12:4] = 0x7f000001", "ip[16] >= 224", "ip[ip[0] & 0xf] = 0",
+    "ip6[6] = 17", "ip6[0] & 0xf0 = 0x60", "ip6[40] = 0", "ip6[24:4] = 0xff020000",
+    "arp[6:2] = 1", "arp[7] = 2", "rarp[6:2] = 3", "atalk[0] = 0", "decnet[0] = 0",
+    "lat[0] = 0", "sca[0] = 0", "moprc[0] = 0", "mopdl[0] = 0",
+    "tcp[13] & 2 != 0", "tcp[tcpflags] & tcp-syn != 0", "tcp[0:2] = 80", "tcp[2:2] = 80",
+    "tcp[12] >> 4 > 5", "tcp[0:4] = tcp[4:4]", "tcp[udp[0]] = 1", "tcp[1 + tcp[0]] = 0",
+    "udp[0:2] = 53", "udp[2:2] = 53", "udp[4:2] > 100", "sctp[0:2] = 9", "icmp[0] = 8",
+    "icmp[icmptype] = icmp-echo", "icmp[1] = 0", "igmp[0] = 0x11", "igrp[0] = 0",
+    "pim[0] = 0x20", "vrrp[0] = 0x21", "carp[0] = 0x21", "icmp6[0] = 135",
+    "icmp6[icmp6type] = icmp6-echo", "icmp6[1] = 0", "ip[0] = tcp[0]", "tcp[0] + udp[1] = 2",
+    "1 + tcp[0] = 0", "ip[0] + ip6[0] = 0", "tcp[0:4] - tcp[4:4] > 0", "ip[2:2] - 20 > 100",
+    "ip[len - 14 - 4:4] = 0", "tcp[ip[0] & 0xf] = 0", "ether[ip[0]] = 0",
+    "ip[0] / ip[1] = 0", "ip[0] % ip[1] = 0", "ip[1] / (ip[0] - 0x45) = 0",
+    "ether[12:2] / (ether[0] & 1) = 0x800", "tcp[0] * 256 + tcp[1] = 80",
+    "ip[0] << ip[1] = 0", "ip[0] >> (ip[1] + 30) = 0", "-ip[0] = 0", "ip[0] ^ 0x45 = 0",
+    "ip[0] | 1 = 0x45", "2 * 3 % 4 = 6", "1 + 2 ^ 3 = 2", "7 % 4 % 3 = 0", "1 = 1", "0 = 1",
+    "1 != 1", "5 > 3", "3 >= 5", "3 < 5", "5 <= 3", "0 - 1 = 0xffffffff",
+    "ip[0] = 1 / 0", "ip[0] = 1 % 0", "1 / (0 + 1) = 1", "1 / ip[0] = 1", "1 << 32 = 0",
+    "1 << ip[40] = 1", "1 << (0 + 40) = 0", "1 >> 31 = 0", "ip[0:3] = 0", "radio[0] = 0",
+    "ah[0] = 0", "esp[0] = 0", "aarp[0] = 0", "iso[0] = 0", "stp[0] = 0",
+    "ip[0] = ip[1] + ip[2] + ip[3] + ip[4] + ip[5] + ip[6] + ip[7] + ip[8] + ip[9]",
+    // Combinations: aborts under not / left of or.
+    "not ip[100] = 0", "ip[100] = 0 or ip", "ether[200] = 0 or tcp", "tcp[100] = 0 or udp",
+    "not tcp[100] = 0 and ip", "ether[1] > tcp[100] or ip", "udp or tcp[50] = 1",
+    "(tcp or udp) and port 53", "host 127.0.0.1 and port 80", "ip and (port 80 or port 443)",
+    "not port 22 and not arp", "icmp or arp or (udp and port 53)",
+    "host 127.0.0.1 and not port 22 and len > 100", "tcp[13] & 0x12 = 0x12 and greater 60",
+    "ether host 1:2:3:4:5:6 or ip6 multicast", "ip and ip6", "ip or ip6 or arp",
+    "not not ip", "not (not tcp or not port 80)",
+    // byte.
+    "byte 12 = 8", "byte 0 < 5", "byte 0 > 5", "byte 8 | 5",
+    // Linux cooked captures and friends.
+    "inbound", "outbound", "ifindex 2", "ifindex 3", "inbound and tcp", "outbound or udp",
+    // Not supported yet / errors.
+    "vlan", "mpls", "pppoes", "llc", "gateway localhost", "ip protochain 6",
+    "ether proto \\foo", "ip proto foo", "proto foo", "ip6 proto foo", "tcp proto 6",
+    "arp proto 6", "ether src proto 6", "link host 10.0.0.1", "tcp host 10.0.0.1",
+    "icmp port 80", "ip6 net 10.0.0.0/8", "ip host fe80::1", "decnet host 1.1",
+    // Protocol checks of nested accessors, in libpcap's order.
+    "icmp6[tcp[0]] = 0", "ip[tcp[0]] = 0", "ip6[udp[0]] = 1", "arp[ip[0]] = 0",
+    "tcp[icmp6[0]] = 0", "ether[tcp[0]] = 0", "-tcp[0] = 0", "udp[0] = tcp[0]",
+    "tcp[0] - udp[0] = 0 or ip6", "icmp[ip6[0] & 3] = 0", "vrrp[len & 3] = 0x21",
+    "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn", "ether[0:2] = 0xffff or ether[2:4] = 0xffffffff",
+    "len > 0 and not len > 65535", "not broadcast", "not multicast", "host vm",
+    "src host runsc", "portrange domain-http", "proto \\sctp", "ip6 proto \\udp",
+    "ether proto \\ip and tcp", "not ip6 multicast", "ip6 and tcp[13] & 2 != 0",
+    "not (arp or rarp) and not (ip or ip6)", "ip and (ip6 or arp)", "pim or vrrp or igmp",
+];
+
+/// A captured packet.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Packet {
+    data: Vec<u8>,
+    wire_len: u32,
+}
+
+/// The shared captures: `$SIFT_PCAPS`, else `shared/data/pcaps` next to the
+/// repository, else `/work/shared/data/pcaps`.
+fn data_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("SIFT_PCAPS") {
+        return PathBuf::from(d);
+    }
+    let rel = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/pcaps");
+    if rel.is_dir() {
+        rel
+    } else {
+        PathBuf::from("/work/shared/data/pcaps")
+    }
+}
+
+/// At most this many packets from each capture file.
+const PER_FILE: usize = 100;
+
+/// Ethernet packets re-encapsulated for each other link type.
+const SYNTHESIZED: usize = 200;
+
+/// Every readable capture under the shared data, grouped by link type,
+/// without duplicates, plus re-encapsulated Ethernet packets.
+fn load_packets() -> BTreeMap<LinkType, Vec<Packet>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![data_dir()];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut by_link: BTreeMap<LinkType, Vec<Packet>> = BTreeMap::new();
+    let mut seen = HashSet::new();
+    let mut add = |lt: LinkType, p: Packet, by_link: &mut BTreeMap<LinkType, Vec<Packet>>| {
+        if DLTS.iter().any(|d| d.1 == lt) && seen.insert((lt, p.clone())) {
+            by_link.entry(lt).or_default().push(p);
+        }
+    };
+    for f in files {
+        let Ok(cap) = sift_pcap::Capture::open(&f) else { continue };
+        for p in cap.packets().map_while(Result::ok).take(PER_FILE) {
+            let lt = LinkType::from_linktype(p.linktype);
+            add(lt, Packet { data: p.data.to_vec(), wire_len: p.wire_len }, &mut by_link);
+        }
+    }
+    // Re-encapsulate a spread of the Ethernet packets.
+    let ether: Vec<Packet> = by_link.get(&LinkType::EN10MB).cloned().unwrap_or_default();
+    let step = (ether.len() / SYNTHESIZED).max(1);
+    for (i, p) in ether.iter().step_by(step).enumerate() {
+        for (lt, q) in reencapsulate(p, i) {
+            add(lt, q, &mut by_link);
+        }
+    }
+    by_link
+}
+
+/// An Ethernet packet as the other link types would carry it.
+fn reencapsulate(p: &Packet, i: usize) -> Vec<(LinkType, Packet)> {
+    let (Some(head), Some(payload)) = (p.data.get(..14), p.data.get(14..)) else {
+        return Vec::new();
+    };
+    let ethertype = u16::from_be_bytes([head[12], head[13]]);
+    let wire = |hdr: usize| (p.wire_len - 14).saturating_add(hdr as u32);
+    let with = |hdr: &[u8]| Packet {
+        data: hdr.iter().chain(payload).copied().collect(),
+        wire_len: wire(hdr.len()),
+    };
+    let mut out = Vec::new();
+    let version = payload.first().map(|b| b >> 4);
+    if ethertype == 0x0800 || ethertype == 0x86dd {
+        out.push((LinkType::RAW, with(&[])));
+        if ethertype == 0x0800 && version == Some(4) {
+            out.push((LinkType::IPV4, with(&[])));
+        }
+        if ethertype == 0x86dd && version == Some(6) {
+            out.push((LinkType::IPV6, with(&[])));
+        }
+        let af: u32 = if ethertype == 0x0800 { 2 } else { 10 };
+        out.push((LinkType::NULL, with(&af.to_ne_bytes())));
+        out.push((LinkType::LOOP, with(&af.to_be_bytes())));
+    }
+    // Linux cooked captures: 802.3 frames carry LLC (0x0004) or raw IPX
+    // (0x0001) as their protocol.
+    let proto = if ethertype > 1500 {
+        ethertype
+    } else if payload.get(..2) == Some(&[0xff, 0xff]) {
+        0x0001
+    } else {
+        0x0004
+    };
+    let pkttype = [0u16, 4, 1, 2, 3][i % 5];
+    let mut sll = Vec::with_capacity(16);
+    sll.extend_from_slice(&pkttype.to_be_bytes());
+    sll.extend_from_slice(&1u16.to_be_bytes());
+    sll.extend_from_slice(&6u16.to_be_bytes());
+    sll.extend_from_slice(&head[6..12]);
+    sll.extend_from_slice(&[0, 0]);
+    sll.extend_from_slice(&proto.to_be_bytes());
+    out.push((LinkType::LINUX_SLL, with(&sll)));
+    let mut sll2 = Vec::with_capacity(20);
+    sll2.extend_from_slice(&proto.to_be_bytes());
+    sll2.extend_from_slice(&[0, 0]);
+    sll2.extend_from_slice(&(2 + (i as u32 % 2)).to_be_bytes());
+    sll2.extend_from_slice(&1u16.to_be_bytes());
+    sll2.push(pkttype as u8);
+    sll2.push(6);
+    sll2.extend_from_slice(&head[6..12]);
+    sll2.extend_from_slice(&[0, 0]);
+    out.push((LinkType::LINUX_SLL2, with(&sll2)));
+    out
+}
+
+/// The caplen values tried for a packet: every value up to 256, the last
+/// few, and evenly spaced ones in between (the expressions read beyond
+/// 256 bytes only through computed offsets).
+fn truncations(len: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..=len.min(256)).collect();
+    if len > 256 {
+        let step = ((len - 256) / 64).max(1);
+        v.extend((256..len).step_by(step));
+        v.extend(len.saturating_sub(8)..=len);
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// libpcap's unoptimized program for `expr`, ready to run, or its error
+/// message. `ret #0` becomes `ret #1` and any other `ret #k` becomes
+/// `ret #2`, so that the interpreter's 0 means "aborted".
+fn libpcap_program(dlt: &str, expr: &str) -> Result<Program, String> {
+    let out = Command::new("tcpdump")
+        .args(["-O", "-ddd", "-y", dlt, "--", expr])
+        .output()
+        .map_err(|e| format!("cannot run tcpdump: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut prog: Vec<Insn> = sift_bpf::text::parse_program(&text)
+        .unwrap_or_else(|e| panic!("cannot parse tcpdump's program for {expr:?}: {e}"));
+    for i in &mut prog {
+        if i.code == 0x06 {
+            i.k = if i.k == 0 { 1 } else { 2 };
+        }
+        assert!(i.code != 0x16, "ret a in {expr:?}");
+    }
+    Ok(Program::new(&prog).unwrap_or_else(|e| panic!("invalid program for {expr:?}: {e}")))
+}
+
+#[test]
+fn lowering_matches_libpcap_on_real_and_truncated_packets() {
+    if Command::new("tcpdump").arg("--version").output().is_err() {
+        eprintln!("tcpdump not found: skipping the libpcap comparison");
+        return;
+    }
+    let packets = load_packets();
+    let npackets: usize = packets.values().map(Vec::len).sum();
+    if npackets == 0 {
+        eprintln!("no captures under {}: skipping the libpcap comparison", data_dir().display());
+        return;
+    }
+    for (name, lt) in DLTS {
+        let n = packets.get(lt).map_or(0, Vec::len);
+        assert!(n > 0, "no {name} packets");
+    }
+
+    let mut jobs = Vec::new();
+    for e in EXPRS {
+        for (name, lt) in DLTS {
+            jobs.push((*e, *name, *lt));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Outcome> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((e, name, lt)) = jobs.get(i) else { break };
+                        let pk = packets.get(lt).map(Vec::as_slice).unwrap_or(&[]);
+                        out.push(compare(e, name, *lt, pk));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
+    });
+
+    let verbose = std::env::var_os("LOWER_VERBOSE").is_some();
+    let mut comparisons = 0u64;
+    let mut disagreements = Vec::new();
+    let (mut both_ok, mut both_err, mut unsupported) = (0, 0, 0);
+    for r in &results {
+        comparisons += r.comparisons;
+        match &r.kind {
+            Kind::BothOk => both_ok += 1,
+            Kind::BothErr(theirs, ours) => {
+                both_err += 1;
+                if verbose {
+                    println!("  both reject [{}] {}: libpcap: {theirs} / sift: {ours}", r.dlt, r.expr);
+                }
+            }
+            Kind::Unsupported => unsupported += 1,
+            Kind::Mismatch(m) => disagreements.push(format!("[{}] {}: {m}", r.dlt, r.expr)),
+        }
+    }
+    let per_link: Vec<String> = DLTS
+        .iter()
+        .map(|(name, lt)| format!("{name} {}", packets.get(lt).map_or(0, Vec::len)))
+        .collect();
+    println!(
+        "lowering vs libpcap: {} expressions x {} link types = {} cases ({} compiled by both, \
+         {} rejected by both, {} not supported yet by sift); {} packets ({}); {} comparisons; \
+         {} disagreements",
+        EXPRS.len(),
+        DLTS.len(),
+        results.len(),
+        both_ok,
+        both_err,
+        unsupported,
+        npackets,
+        per_link.join(", "),
+        comparisons,
+        disagreements.len()
+    );
+    for d in disagreements.iter().take(50) {
+        println!("  {d}");
+    }
+    assert!(disagreements.is_empty(), "{} disagreements with libpcap", disagreements.len());
+}
+
+/// The result of one expression on one link type.
+struct Outcome {
+    expr: &'static str,
+    dlt: &'static str,
+    comparisons: u64,
+    kind: Kind,
+}
+
+enum Kind {
+    /// Both compile and agree on every packet.
+    BothOk,
+    /// Both reject the expression (libpcap's message, sift's).
+    BothErr(String, String),
+    /// libpcap compiles it; sift reports a feature it does not have yet.
+    Unsupported,
+    /// What went wrong.
+    Mismatch(String),
+}
+
+fn outcome(o: Option<bool>) -> &'static str {
+    match o {
+        Some(true) => "accepts",
+        Some(false) => "rejects",
+        None => "aborts",
+    }
+}
+
+fn compare(expr: &'static str, dlt: &'static str, lt: LinkType, packets: &[Packet]) -> Outcome {
+    let mk = |comparisons, kind| Outcome { expr, dlt, comparisons, kind };
+    let theirs = libpcap_program(dlt, expr);
+    let ours: Result<Pred, String> = sift_syntax::parse(expr)
+        .map_err(|e| format!("parse: {}", e.message))
+        .and_then(|f| {
+            // tcpdump -d compiles with netmask 0.
+            let opts = LowerOptions { linktype: lt, netmask: Some(0), ..LowerOptions::default() };
+            lower(&f, &opts).map_err(|e| e.message)
+        });
+    let (prog, pred) = match (theirs, ours) {
+        (Err(t), Err(o)) => return mk(0, Kind::BothErr(t, o)),
+        (Err(t), Ok(_)) => {
+            return mk(0, Kind::Mismatch(format!("libpcap rejects ({t}), sift accepts")))
+        }
+        (Ok(_), Err(o)) if o.contains("not supported yet by sift") => {
+            return mk(0, Kind::Unsupported)
+        }
+        (Ok(_), Err(o)) => {
+            return mk(0, Kind::Mismatch(format!("sift rejects ({o}), libpcap accepts")))
+        }
+        (Ok(p), Ok(q)) => (p, q),
+    };
+    let mut n = 0u64;
+    let mut bad = Vec::new();
+    for (pi, p) in packets.iter().enumerate() {
+        for caplen in truncations(p.data.len()) {
+            let data = &p.data[..caplen];
+            let want = match prog.run(data, p.wire_len) {
+                0 => None,
+                r => Some(r == 2),
+            };
+            let view = PacketView { data, wire_len: p.wire_len };
+            let got = sift_ir::eval::eval_pred(&pred, view).ok();
+            n += 1;
+            if want != got && bad.len() < 3 {
+                bad.push(format!(
+                    "packet #{pi} caplen {caplen}/{}: libpcap {}, sift {}",
+                    p.data.len(),
+                    outcome(want),
+                    outcome(got)
+                ));
+            }
+        }
+    }
+    if bad.is_empty() {
+        mk(n, Kind::BothOk)
+    } else {
+        mk(n, Kind::Mismatch(format!("{}\n{pred}", bad.join("; "))))
+    }
+}
