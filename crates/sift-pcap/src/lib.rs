@@ -27,7 +27,9 @@
 //!   snapshot lengths of 0 or above `i32::MAX` replaced by the maximum;
 //! * pcapng: libpcap's checks of blocks and Interface Description Block
 //!   options, `if_tsresol` (decimal and binary) and `if_tsoffset`, Enhanced,
-//!   Simple and obsolete Packet Blocks, other blocks skipped;
+//!   Simple and obsolete Packet Blocks, other blocks skipped (a Simple
+//!   Packet Block captures min(original length, snapshot length), and, as
+//!   in libpcap, is damage if that does not fit in the block);
 //! * link types are reported as libpcap writes them (a file's 12, the Linux
 //!   `DLT_RAW`, reads as 101, `LINKTYPE_RAW`);
 //! * timestamps convert exactly as libpcap's do ([`Timestamp::micros`]);
@@ -53,6 +55,8 @@
 //! bytes of input or stops, so reading always terminates.
 
 #![warn(missing_docs)]
+// The one exception is the memory mapping in `Capture::open`.
+#![deny(unsafe_code)]
 
 mod bytes;
 mod error;
@@ -187,11 +191,13 @@ impl Capture {
         let mut file = File::open(path).map_err(|e| Error::io(&e))?;
         let meta = file.metadata().map_err(|e| Error::io(&e))?;
         if meta.is_file() && meta.len() > 0 {
+            #[allow(unsafe_code)]
             // SAFETY: the mapping is read-only and private to this Capture.
             // memmap2 requires that the underlying file is not modified or
             // truncated while mapped; that is the documented contract of
             // `Capture::open` (the same one every mmap-based reader has).
-            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            let map = unsafe { memmap2::Mmap::map(&file) };
+            if let Ok(map) = map {
                 let _ = map.advise(memmap2::Advice::Sequential);
                 return Capture::from_storage(Storage::Mapped(map));
             }
@@ -483,3 +489,23 @@ impl<'a> Iterator for Packets<'a> {
 }
 
 impl std::iter::FusedIterator for Packets<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shareable_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Capture>();
+        send_sync::<Packet<'static>>();
+        send_sync::<Packets<'static>>();
+        send_sync::<Error>();
+    }
+
+    #[test]
+    fn hot_path_types_stay_small() {
+        assert!(std::mem::size_of::<Error>() <= 8);
+        assert!(std::mem::size_of::<Packet<'static>>() <= 64);
+    }
+}
