@@ -225,7 +225,7 @@ fn bug_regressions() {
             ));
         }
     }
-    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_by_key(|b| std::cmp::Reverse(b.0));
     println!("\nslowest compiles (parse+lower+codegen):");
     for (d, what) in slowest.iter().take(5) {
         println!("  {:>10.3} ms  {what}", d.as_secs_f64() * 1e3);

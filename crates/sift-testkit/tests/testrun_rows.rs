@@ -574,23 +574,35 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
             out.push((i, Outcome::Fail(e), true));
             continue;
         }
+        // 1.10.3's program for this row (its optimized one for an optimized
+        // row); sift's interpreter must run it as libpcap does, too.
+        let v13_row_verdicts: Option<Vec<u32>> = if r.optimize {
+            match v13_row {
+                Some(Ok(text)) => match reference_program(text) {
+                    Ok(p) => {
+                        let v = run_libpcap(&p, set);
+                        if let Err(e) = check_interp_fidelity("1.10.3's optimized program", &p, &v, set) {
+                            out.push((i, Outcome::Fail(e), true));
+                            continue;
+                        }
+                        Some(v)
+                    }
+                    Err(e) => {
+                        out.push((i, Outcome::Fail(format!("1.10.3 program text unreadable: {e}")), true));
+                        continue;
+                    }
+                },
+                _ => None,
+            }
+        } else {
+            None
+        };
         let diffs: Vec<usize> = (0..mv.len()).filter(|&k| (mv[k] != 0) != (truth[k] != 0)).collect();
         if diffs.is_empty() {
             out.push((i, Outcome::Agree, true));
             continue;
         }
-        // 1.10.3's program for this row (its optimized one for an optimized row).
-        let v13_row_verdicts: Option<Vec<u32>> = if r.optimize {
-            match v13_row {
-                Some(Ok(text)) => match reference_program(text) {
-                    Ok(p) => Some(run_libpcap(&p, set)),
-                    Err(_) => None,
-                },
-                _ => None,
-            }
-        } else {
-            Some(truth.clone())
-        };
+        let v13_row_verdicts = v13_row_verdicts.or_else(|| (!r.optimize).then(|| truth.clone()));
         let (mut semantics, mut optimizer) = (0usize, 0usize);
         let mut unexplained = None;
         for &k in &diffs {
@@ -696,7 +708,9 @@ fn testrun_rows() {
     }
 
     // ---------------- accept
-    let mut groups: BTreeMap<(String, String, Option<u32>, Option<String>), Vec<usize>> = BTreeMap::new();
+    // Rows sharing (DLT, expression, snaplen, netmask) share sift's and 1.10.3's programs.
+    type GroupKey = (String, String, Option<u32>, Option<String>);
+    let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         if r.kind == "accept" && common::is_supported_dlt(&r.dlt) {
             groups.entry((r.dlt.clone(), r.expr.clone(), r.snaplen, r.netmask.clone())).or_default().push(i);

@@ -167,6 +167,8 @@ pub fn sift_compile(expr: &str, lt: LinkType, snaplen: u32, netmask: Option<u32>
     let ast = sift_syntax::parse(expr).map_err(|e| format!("parse: {}", e.message))?;
     let lopts = sift_ir::LowerOptions { linktype: lt, netmask, ..Default::default() };
     let pred = sift_ir::lower(&ast, &lopts).map_err(|e| format!("lower: {}", e.message))?;
+    // Fields added later keep their defaults.
+    #[allow(clippy::needless_update)]
     let copts = sift_bpf::codegen::CodegenOptions { snaplen, ..Default::default() };
     let program = sift_bpf::codegen::compile(&pred, &copts).map_err(|e| format!("codegen: {e}"))?;
     Ok(SiftFilter { pred, program })
@@ -599,7 +601,13 @@ impl Bytes<'_> {
     }
 }
 
-fn read_pcap(b: &[u8], big: bool) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), String> {
+/// A packet: captured bytes and wire length.
+pub type Packet = (Vec<u8>, u32);
+
+/// What a capture reader returns: LINKTYPE, snapshot length, packets.
+type Parsed = (u32, u32, Vec<Packet>);
+
+fn read_pcap(b: &[u8], big: bool) -> Result<Parsed, String> {
     let r = Bytes { b, big };
     let major = r.u16(4).ok_or("short header")?;
     if major != 2 {
@@ -624,7 +632,7 @@ fn read_pcap(b: &[u8], big: bool) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), Str
     Ok((lt & 0xffff, snaplen, packets))
 }
 
-fn read_pcapng(b: &[u8]) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), String> {
+fn read_pcapng(b: &[u8]) -> Result<Parsed, String> {
     let mut big = false;
     let mut at = 0usize;
     let mut ifaces: Vec<(u32, u32)> = Vec::new();
@@ -648,7 +656,7 @@ fn read_pcapng(b: &[u8]) -> Result<(u32, u32, Vec<(Vec<u8>, u32)>), String> {
         let r = Bytes { b, big };
         let btype = r.u32(at).ok_or("truncated block")?;
         let blen = r.u32(at + 4).ok_or("truncated block")? as usize;
-        if blen < 12 || blen % 4 != 0 {
+        if blen < 12 || !blen.is_multiple_of(4) {
             return Err(format!("bad block length {blen}"));
         }
         let end = at.checked_add(blen).ok_or("bad block length")?;
