@@ -22,7 +22,7 @@
 //! * shifts by a computed count take the count modulo 32 (as the IR says):
 //!   the count gets an `and #31` unless it is known to be below 32, since
 //!   libpcap zeroes A for counts of 32 and more while the kernel masks them;
-//! * the output passes [`validate`](crate::validate::validate): forward
+//! * the output passes [`validate`]: forward
 //!   jumps only, at most 4096 instructions, scratch memory written before it
 //!   is read.
 //!
@@ -54,9 +54,14 @@
 //!    a stack, at most 16 deep (deeper needs are an error, like libpcap's
 //!    "too many registers"); the order of the two operands is chosen to use
 //!    the fewest slots.
+//!    Constant addends of a load index move into the load's offset when the
+//!    addition cannot wrap (`u8[(13 + hlen) + 14]` is `ldxb 4*([14]&0xf);
+//!    ldb [x + 27]`), and the IPv4 header length idiom becomes `ldxb`.
 //! 5. The program starts at the entry label (what comes before it in the
-//!    vector is unreachable); unreachable instructions and `ja 0` are then
-//!    removed, the length limit is checked, and the result is validated.
+//!    vector is unreachable). A last pass removes unreachable instructions,
+//!    `ja 0`, and loads of a value the register already holds on every path
+//!    reaching them (such a load ran before, so it cannot abort); then the
+//!    length limit is checked and the result is validated.
 
 use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};

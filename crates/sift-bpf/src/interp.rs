@@ -30,7 +30,7 @@
 //!
 //! # Performance
 //!
-//! The decoded program is a boxed slice of 16-byte [`Op`]s dispatched by one
+//! The decoded program is a boxed slice of 16-byte operations dispatched by one
 //! `match` in a loop; jump targets are absolute indexes, so a jump is an
 //! assignment. A load into A followed by a conditional jump on a constant
 //! (`ldh [12]; jeq #0x800`, `ldb [x + 14]; jset #0x2`), the bulk of every
