@@ -230,15 +230,18 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
     let precision = if a.nano { TsPrecision::Nano } else { TsPrecision::Micro };
     let mut writer = match a.write.as_deref() {
         None => None,
-        Some("-") => Some(PcapWriter::new(
+        Some(_) if !sift_pcap::linktype::is_writable(file_linktype) => {
+            return Err(Fail(format!("link type {file_linktype} can't be written to a pcap file (libpcap has no LINKTYPE for it)")));
+        }
+        // The header tcpdump writes: the input's link type (with its FCS bits) and snaplen.
+        Some("-") => Some(PcapWriter::for_capture(
             Box::new(BufWriter::new(io::stdout().lock())) as Box<dyn Write>,
-            file_linktype,
-            capture.snaplen(),
+            capture,
             precision,
         )?),
         Some(path) => {
             let f = std::fs::File::create(path).map_err(|e| Fail(format!("{path}: {e}")))?;
-            Some(PcapWriter::new(Box::new(BufWriter::new(f)) as Box<dyn Write>, file_linktype, capture.snaplen(), precision)?)
+            Some(PcapWriter::for_capture(Box::new(BufWriter::new(f)) as Box<dyn Write>, capture, precision)?)
         }
     };
     let print_lines = writer.is_none() && !a.count && !a.quiet;
