@@ -8,6 +8,25 @@
 //!   semantics.
 //! * [`codegen`]: [`sift_ir::Pred`] → a program that gives the same verdicts
 //!   in libpcap and in the Linux kernel.
+//!
+//! ```
+//! use sift_bpf::{codegen, interp, text, validate};
+//! use sift_ir::{Pred, Size, Value};
+//!
+//! // ether[12:2] == 0x800
+//! let ip = Pred::eq(Value::load(Size::Half, 12), 0x800);
+//! let prog = codegen::compile(&ip, &codegen::CodegenOptions::default()).unwrap();
+//! assert_eq!(
+//!     text::dump_d(&prog),
+//!     "(000) ldh      [12]\n(001) jeq      #0x800           jt 2\tjf 3\n(002) ret      #262144\n(003) ret      #0\n"
+//! );
+//! validate::validate(&prog).unwrap();
+//! let filter = interp::Program::new(&prog).unwrap();
+//! let mut packet = [0u8; 60];
+//! packet[12] = 0x08;
+//! assert_eq!(filter.run(&packet, 60), 262144);
+//! assert_eq!(filter.run(&packet[..13], 60), 0); // too short: the load aborts
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
