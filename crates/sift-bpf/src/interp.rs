@@ -39,8 +39,10 @@
 //! `jf` side marked cold) rather than conditional moves: the CPU then
 //! predicts the next instruction instead of waiting for the packet load and
 //! the comparison. Bounds checks are slice `get`s that end the run with 0;
-//! nothing can panic. On the tcpdump test captures this runs typical filters
-//! 5-20% faster than libpcap 1.10.3's `bpf_filter`.
+//! nothing can panic. Measured over the tcpdump test captures (4,076
+//! Ethernet packets, a loop calling `run` per packet), typical filters take
+//! 13-19% less time per packet than libpcap 1.10.3's `bpf_filter` (same
+//! programs), trivial ones (`ip`, a lone `ret`) 4-9% more.
 
 use crate::insn::{op, Insn};
 use crate::validate::{ValidateError, ValidateErrorKind};
