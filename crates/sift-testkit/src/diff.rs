@@ -627,10 +627,22 @@ fn one_expression(
     let kernel = if kernel_ok { worker.kernel.as_ref() } else { None };
 
     let mut prng = Rng::fork(c.seed, index as u64 * 2 + 1);
+    let pkts: Vec<(Vec<u8>, u32)> = (0..c.packets_per_expr).map(|_| packets::random_packet(&mut prng, lt)).collect();
+    // The kernel's verdicts for all packets at once (falls back to one
+    // packet at a time if the batch cannot be used).
+    let batch: Option<Vec<bool>> = kernel.and_then(|k| {
+        let refs: Vec<&[u8]> = pkts.iter().map(|p| p.0.as_slice()).collect();
+        k.accepts_batch(&refs).ok()
+    });
     let mut reported = false;
-    for _ in 0..c.packets_per_expr {
-        let (data, wire) = packets::random_packet(&mut prng, lt);
-        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), kernel, &data, wire);
+    for (i, (data, wire)) in pkts.iter().enumerate() {
+        let (data, wire) = (data.as_slice(), *wire);
+        let kv = match (kernel, &batch) {
+            (None, _) => KernelVerdict::None,
+            (Some(_), Some(b)) => b.get(i).map_or(KernelVerdict::None, |v| KernelVerdict::Known(*v)),
+            (Some(k), None) => KernelVerdict::Ask(k),
+        };
+        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), kv, data, wire);
         report.packets += 1;
         report.libpcap_matches += usize::from(v.verdicts.libpcap);
         report.eval_compared += 1;
@@ -647,7 +659,7 @@ fn one_expression(
                 continue;
             }
             reported = true;
-            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), kernel, &data, wire, &v.verdicts);
+            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), kernel, data, wire, &v.verdicts);
             let note = match (repro.verdicts.kernel, repro.verdicts.libpcap_kernel_len) {
                 (Some(k), Some(l)) if k != l => kernel::divergence(&sift_prog, &repro.data)
                     .map(|d| format!("sift's program on the kernel: {d}")),
@@ -665,12 +677,21 @@ struct Run {
     kernel_err: Result<(), String>,
 }
 
+/// The kernel's verdict on a packet: not used, already known (batch), or
+/// to be asked.
+#[derive(Clone, Copy)]
+enum KernelVerdict<'a> {
+    None,
+    Known(bool),
+    Ask(&'a KernelFilter),
+}
+
 fn run_engines(
     engines: &dyn Engines,
     lib: &CheckedProgram,
     pred: &Pred,
     interp: Option<&Interp>,
-    kernel: Option<&KernelFilter>,
+    kernel: KernelVerdict<'_>,
     data: &[u8],
     wire: u32,
 ) -> Run {
@@ -678,17 +699,22 @@ fn run_engines(
     let eval = Some(engines.eval(pred, data, wire));
     let interp = interp.map(|f| f(data, wire) != 0);
     let mut kernel_err = Ok(());
-    let (kernel_v, lib_k) = match kernel {
-        Some(k) => match k.accepts(data) {
-            Ok(v) => {
-                let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-                (Some(v), Some(lib.filter(data, len) != 0))
-            }
+    let known = match kernel {
+        KernelVerdict::None => None,
+        KernelVerdict::Known(v) => Some(v),
+        KernelVerdict::Ask(k) => match k.accepts(data) {
+            Ok(v) => Some(v),
             Err(e) => {
                 kernel_err = Err(e.to_string());
-                (None, None)
+                None
             }
         },
+    };
+    let (kernel_v, lib_k) = match known {
+        Some(v) => {
+            let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+            (Some(v), Some(lib.filter(data, len) != 0))
+        }
         None => (None, None),
     };
     Run {
@@ -724,7 +750,8 @@ fn shrink(
     let want = signature(original);
     for len in 0..data.len() {
         let cut = &data[..len];
-        let r = run_engines(engines, lib, pred, interp, kernel, cut, wire);
+        let kv = kernel.map_or(KernelVerdict::None, KernelVerdict::Ask);
+        let r = run_engines(engines, lib, pred, interp, kv, cut, wire);
         if r.verdicts.disagree() && signature(&r.verdicts) == want {
             return PacketRepro { data: cut.to_vec(), wire_len: wire, original_len: data.len(), verdicts: r.verdicts };
         }
@@ -815,17 +842,25 @@ pub fn oracle_check(seed: u64, n_exprs: usize, packets_per_expr: usize) -> Oracl
         }
         let Some(k) = kf.as_ref() else { continue };
         let mut prng = Rng::fork(seed, i as u64 * 2 + 1);
-        for _ in 0..packets_per_expr {
-            let (data, _) = packets::random_packet(&mut prng, lt);
+        let pkts: Vec<Vec<u8>> = (0..packets_per_expr).map(|_| packets::random_packet(&mut prng, lt).0).collect();
+        let refs: Vec<&[u8]> = pkts.iter().map(|p| p.as_slice()).collect();
+        let batch = k.accepts_batch(&refs).ok();
+        for (j, data) in pkts.iter().enumerate() {
             let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-            let l = checked.filter(&data, len) != 0;
-            let Ok(kv) = k.accepts(&data) else { continue };
+            let l = checked.filter(data, len) != 0;
+            let kv = match batch.as_ref().and_then(|b| b.get(j)) {
+                Some(v) => *v,
+                None => match k.accepts(data) {
+                    Ok(v) => v,
+                    Err(_) => continue,
+                },
+            };
             r.compared += 1;
             r.accepted += usize::from(l);
             if kv == l {
                 continue;
             }
-            let why = kernel::divergence(&prog, &data);
+            let why = kernel::divergence(&prog, data);
             match why {
                 Some(d) => {
                     let key = match d {
@@ -835,13 +870,13 @@ pub fn oracle_check(seed: u64, n_exprs: usize, packets_per_expr: usize) -> Oracl
                     *r.explained.entry(key).or_default() += 1;
                     if explained_samples < 4 {
                         explained_samples += 1;
-                        r.samples.push((lt, expr.clone(), hex(&data), l, Some(d.to_string())));
+                        r.samples.push((lt, expr.clone(), hex(data), l, Some(d.to_string())));
                     }
                 }
                 None => {
                     r.unexplained += 1;
                     if r.samples.len() < 24 {
-                        r.samples.push((lt, expr.clone(), hex(&data), l, None));
+                        r.samples.push((lt, expr.clone(), hex(data), l, None));
                     }
                 }
             }

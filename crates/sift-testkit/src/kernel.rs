@@ -176,7 +176,8 @@ impl KernelFilter {
     /// Does the kernel's run of the program accept `data` (captured length =
     /// wire length = `data.len()`)? True iff the program returned non-zero.
     pub fn accepts(&self, data: &[u8]) -> io::Result<bool> {
-        self.drain()?;
+        // The queue is empty here: every call consumes what it sent, and
+        // set_program drains.
         // SAFETY: data points to data.len() readable bytes (an empty slice
         // with length 0 is never dereferenced). MSG_DONTWAIT: never block;
         // MSG_NOSIGNAL: no SIGPIPE.
@@ -195,6 +196,141 @@ impl KernelFilter {
             return Err(io::Error::other(format!("short datagram send: {n} of {}", data.len())));
         }
         self.recv_one()
+    }
+
+    /// The kernel's verdicts on many packets at once: like calling
+    /// [`KernelFilter::accepts`] on each, but with `sendmmsg`/`recvmmsg`
+    /// on chunks of packets (two system calls per chunk instead of two per
+    /// packet).
+    ///
+    /// The datagrams that pass are received in order and matched to the
+    /// packets sent: packet *i* passed iff the next received datagram equals
+    /// it. Identical packets get identical verdicts, so the greedy match is
+    /// exact. It requires the program to keep whole datagrams (return at
+    /// least the packet length, as `ret #snaplen` programs do); if a
+    /// received datagram matches no packet (it was trimmed), the result is
+    /// an `InvalidData` error and [`KernelFilter::accepts`] must be used.
+    pub fn accepts_batch(&self, packets: &[&[u8]]) -> io::Result<Vec<bool>> {
+        const CHUNK: usize = 64;
+        let mut verdicts = Vec::with_capacity(packets.len());
+        let slot = packets.iter().map(|p| p.len()).max().unwrap_or(0) + 1;
+        let mut rbuf = vec![0u8; slot.checked_mul(CHUNK).ok_or_else(|| io::Error::other("packets too large"))?];
+        let mut start = 0;
+        while start < packets.len() {
+            let chunk = &packets[start..(start + CHUNK).min(packets.len())];
+            let sent = self.send_many(chunk)?;
+            let received = self.recv_many(&mut rbuf, slot, sent)?;
+            let mut next = 0;
+            for p in &chunk[..sent] {
+                let hit = received.get(next).is_some_and(|&(off, len)| rbuf.get(off..off + len) == Some(*p));
+                next += usize::from(hit);
+                verdicts.push(hit);
+            }
+            if next != received.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a received datagram matches no packet sent (trimmed by the filter?)",
+                ));
+            }
+            start += sent;
+        }
+        Ok(verdicts)
+    }
+
+    /// Sends a prefix of `chunk` (at least one packet) with one `sendmmsg`;
+    /// returns how many were sent.
+    fn send_many(&self, chunk: &[&[u8]]) -> io::Result<usize> {
+        let mut iov: Vec<libc::iovec> = chunk
+            .iter()
+            .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iov
+            .iter_mut()
+            .map(|v| {
+                // SAFETY: mmsghdr is a plain C struct of integers and raw
+                // pointers, for which all-zero bytes are a valid value (null
+                // pointers, zero lengths).
+                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                m.msg_hdr.msg_iov = v;
+                m.msg_hdr.msg_iovlen = 1;
+                m
+            })
+            .collect();
+        let n = libc::c_uint::try_from(msgs.len()).unwrap_or(0);
+        // SAFETY: msgs holds n initialized headers, each pointing to one
+        // iovec in `iov` that describes a live packet slice borrowed from
+        // `chunk`; all of them outlive the call, and the kernel only reads
+        // the packet bytes (it writes msg_len in the headers).
+        let rc = unsafe {
+            libc::sendmmsg(self.tx.as_raw_fd(), msgs.as_mut_ptr(), n, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let sent = rc as usize;
+        if sent == 0 && !chunk.is_empty() {
+            return Err(io::Error::other("sendmmsg sent nothing"));
+        }
+        for (m, p) in msgs.iter().zip(chunk).take(sent) {
+            if m.msg_len as usize != p.len() {
+                return Err(io::Error::other("short datagram send"));
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Receives every queued datagram (at most `max` of them) into `rbuf`,
+    /// one per `slot` bytes; returns (offset, length) pairs in order.
+    fn recv_many(&self, rbuf: &mut [u8], slot: usize, max: usize) -> io::Result<Vec<(usize, usize)>> {
+        let max = max.min(rbuf.len() / slot.max(1));
+        let mut got: Vec<(usize, usize)> = Vec::with_capacity(max);
+        while got.len() < max {
+            let first = got.len();
+            let want = max - first;
+            let mut iov: Vec<libc::iovec> = (first..max)
+                .map(|i| libc::iovec {
+                    // In bounds: i < max <= rbuf.len() / slot.
+                    iov_base: rbuf[i * slot..].as_mut_ptr().cast(),
+                    iov_len: slot,
+                })
+                .collect();
+            let mut msgs: Vec<libc::mmsghdr> = iov
+                .iter_mut()
+                .map(|v| {
+                    // SAFETY: all-zero bytes are a valid mmsghdr (see send_many).
+                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                    m.msg_hdr.msg_iov = v;
+                    m.msg_hdr.msg_iovlen = 1;
+                    m
+                })
+                .collect();
+            let n = libc::c_uint::try_from(want).unwrap_or(0);
+            // SAFETY: msgs holds `want` headers, each with one iovec
+            // describing a distinct `slot`-byte region inside rbuf, which is
+            // exclusively borrowed and outlives the call; the kernel writes at
+            // most iov_len bytes into each and fills msg_len/msg_flags. A null
+            // timeout is allowed.
+            let rc = unsafe {
+                libc::recvmmsg(self.rx.as_raw_fd(), msgs.as_mut_ptr(), n, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    break;
+                }
+                return Err(e);
+            }
+            if rc == 0 {
+                break;
+            }
+            for (k, m) in msgs.iter().take(rc as usize).enumerate() {
+                if m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+                    return Err(io::Error::other("datagram larger than any packet sent"));
+                }
+                got.push(((first + k) * slot, m.msg_len as usize));
+            }
+        }
+        Ok(got)
     }
 }
 
@@ -397,6 +533,40 @@ mod tests {
             assert_eq!(kf.accepts(&pkt).unwrap(), b == 1, "datagram {i}");
             assert!(!kf.recv_one().unwrap(), "left-over datagram after {i}");
         }
+    }
+
+    #[test]
+    fn batch_matches_single() {
+        let mut prog = ldb_eq(0, 1);
+        prog[2].k = 262_144; // keep whole datagrams
+        let kf = KernelFilter::new(&prog).unwrap();
+        let mut packets: Vec<Vec<u8>> = Vec::new();
+        for i in 0..1000usize {
+            let b = u8::from(i % 3 == 0 || i % 7 == 0);
+            // Include empty, repeated and identical-prefix packets.
+            let len = if i % 50 == 0 { 0 } else { 1 + i % 17 };
+            packets.push(vec![b; len]);
+        }
+        let refs: Vec<&[u8]> = packets.iter().map(|p| p.as_slice()).collect();
+        let batch = kf.accepts_batch(&refs).unwrap();
+        let single: Vec<bool> = refs.iter().map(|p| kf.accepts(p).unwrap()).collect();
+        assert_eq!(batch, single);
+        assert!(batch.iter().any(|v| *v) && batch.iter().any(|v| !*v));
+        assert!(kf.accepts_batch(&[]).unwrap().is_empty());
+        // Large datagrams.
+        let big = [vec![1u8; 60_000], vec![0u8; 60_000], vec![1u8; 9000]];
+        let refs: Vec<&[u8]> = big.iter().map(|p| p.as_slice()).collect();
+        assert_eq!(kf.accepts_batch(&refs).unwrap(), vec![true, false, true]);
+        assert!(!kf.recv_one().unwrap());
+    }
+
+    #[test]
+    fn batch_detects_trimming() {
+        // ret #1 trims every datagram to one byte.
+        let kf = KernelFilter::new(&[Insn::stmt(op::RET | op::K, 1)]).unwrap();
+        let p = [1u8, 2, 3];
+        assert!(kf.accepts_batch(&[&p]).is_err());
+        assert!(kf.accepts(&p).unwrap());
     }
 
     #[test]

@@ -14,8 +14,8 @@ const PACKETS: usize = 200;
 #[test]
 fn differential() {
     let report = diff::run_campaign(SEED, EXPRESSIONS, PACKETS, true);
+    // The report ends with the summary line.
     print!("{report}");
-    println!("{}", report.summary());
     assert!(report.generated == EXPRESSIONS);
     assert_eq!(report.total_disagreements(), 0, "{}", report.summary());
 }
