@@ -58,10 +58,13 @@
 //!    addition cannot wrap (`u8[(13 + hlen) + 14]` is `ldxb 4*([14]&0xf);
 //!    ldb [x + 27]`), and the IPv4 header length idiom becomes `ldxb`.
 //! 5. The program starts at the entry label (what comes before it in the
-//!    vector is unreachable). A last pass removes unreachable instructions,
-//!    `ja 0`, and loads of a value the register already holds on every path
-//!    reaching them (such a load ran before, so it cannot abort); then the
-//!    length limit is checked and the result is validated.
+//!    vector is unreachable). A last pass, repeated until nothing changes,
+//!    threads jumps over conditional jumps they decide (`jeq #0x800` taken,
+//!    landing on `jeq #0x800`), and removes unreachable instructions, `ja 0`,
+//!    and loads of a value the register already holds on every path
+//!    reaching them (such a load ran before, so it cannot abort; this is what
+//!    makes repeated tests adjacent). Then the length limit is checked and
+//!    the result is validated.
 
 use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};
@@ -757,11 +760,13 @@ fn alu_k(bop: BinOp, k: u32, out: &mut Vec<Item>) {
     }
 }
 
-/// Removes unreachable instructions, `ja 0` and [redundant
+/// Threads jumps whose next test is decided ([`thread_jumps`]), then
+/// removes unreachable instructions, `ja 0` and [redundant
 /// loads](redundant_loads), fixing jump offsets, until nothing changes.
 /// Jumps are forward, so offsets only shrink.
 fn compact(prog: &mut Vec<Insn>) {
     loop {
+        let threaded = thread_jumps(prog);
         let n = prog.len();
         let mut live = vec![false; n];
         if let Some(first) = live.first_mut() {
@@ -781,6 +786,9 @@ fn compact(prog: &mut Vec<Insn>) {
         let keep: Vec<bool> =
             (0..n).map(|pc| live[pc] && !redundant[pc] && prog[pc] != Insn::stmt(op::JMP | op::JA, 0)).collect();
         if keep.iter().all(|&k| k) {
+            if threaded {
+                continue;
+            }
             return;
         }
         // new_index[pc]: how many kept instructions come before pc; a jump
@@ -809,6 +817,122 @@ fn compact(prog: &mut Vec<Insn>) {
         }
         *prog = out;
     }
+}
+
+/// What a conditional jump on A with a constant tells about A along one of
+/// its two edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fact {
+    /// `lo <= A <= hi` and `A != not` (if any).
+    Range { lo: u32, hi: u32, not: Option<u32> },
+    /// `A & mask != 0` (`any`) or `A & mask == 0`.
+    Bits { mask: u32, any: bool },
+}
+
+impl Fact {
+    /// The fact learned by taking the `taken` edge of `code #k`.
+    fn learn(code: u16, k: u32, taken: bool) -> Option<Fact> {
+        let range = |lo, hi| Some(Fact::Range { lo, hi, not: None });
+        match (code & 0xf0, taken) {
+            (op::JEQ, true) => range(k, k),
+            (op::JEQ, false) => Some(Fact::Range { lo: 0, hi: u32::MAX, not: Some(k) }),
+            (op::JGT, true) => range(k.checked_add(1)?, u32::MAX),
+            (op::JGT, false) => range(0, k),
+            (op::JGE, true) => range(k, u32::MAX),
+            (op::JGE, false) => range(0, k.checked_sub(1)?),
+            (op::JSET, any) => Some(Fact::Bits { mask: k, any }),
+            _ => None,
+        }
+    }
+
+    /// The outcome of `code #k` if this fact decides it.
+    fn decide(self, code: u16, k: u32) -> Option<bool> {
+        match (self, code & 0xf0) {
+            (Fact::Range { lo, hi, .. }, _) if lo == hi => Some(match code & 0xf0 {
+                op::JEQ => lo == k,
+                op::JGT => lo > k,
+                op::JGE => lo >= k,
+                _ => lo & k != 0,
+            }),
+            (Fact::Range { lo, hi, not }, op::JEQ) => (k < lo || k > hi || not == Some(k)).then_some(false),
+            (Fact::Range { lo, hi, .. }, op::JGT) => {
+                if lo > k {
+                    Some(true)
+                } else if hi <= k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            (Fact::Range { lo, hi, .. }, op::JGE) => {
+                if lo >= k {
+                    Some(true)
+                } else if hi < k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            // Some bit of `mask` is set, and `k` covers `mask`.
+            (Fact::Bits { mask, any: true }, op::JSET) if mask != 0 && mask & !k == 0 => Some(true),
+            // No bit of `mask` is set, and `k` is within `mask`.
+            (Fact::Bits { mask, any: false }, op::JSET) if k & !mask == 0 => Some(false),
+            (Fact::Bits { mask, any: false }, op::JEQ) if k & mask != 0 => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// Jump threading: when a conditional jump on A lands directly on another
+/// conditional jump whose outcome the first one decides (`jeq #0x800`
+/// taken, then `jeq #0x800` or `jgt #0x5dc` again), the edge goes straight to
+/// where the second one would go, following further decided jumps and `ja`s
+/// as long as the new offset fits in 8 bits. A is the same on such an edge
+/// and jumps have no effects, so the verdicts do not change; the skipped
+/// jumps often become unreachable. Returns whether anything changed.
+fn thread_jumps(prog: &mut [Insn]) -> bool {
+    let n = prog.len();
+    let mut changed = false;
+    for pc in 0..n {
+        let p = prog[pc];
+        if !crate::validate::is_cond_jump(p.code) {
+            continue;
+        }
+        for taken in [true, false] {
+            let off = usize::from(if taken { p.jt } else { p.jf });
+            let fact = if p.code & op::X == 0 { Fact::learn(p.code, p.k, taken) } else { None };
+            let mut target = pc + 1 + off;
+            while let Some(&j) = prog.get(target) {
+                let next = if j.code == op::JMP | op::JA {
+                    target.checked_add(1 + j.k as usize)
+                } else if !crate::validate::is_cond_jump(j.code) {
+                    None
+                } else if j.code == p.code && j.k == p.k {
+                    // The same test (on K or on an unchanged X).
+                    Some(target + 1 + usize::from(if taken { j.jt } else { j.jf }))
+                } else if j.code & op::X == 0 {
+                    fact.and_then(|f| f.decide(j.code, j.k))
+                        .map(|holds| target + 1 + usize::from(if holds { j.jt } else { j.jf }))
+                } else {
+                    None
+                };
+                match next {
+                    Some(t) if t - pc - 1 <= 255 && t < n => target = t,
+                    _ => break,
+                }
+            }
+            let new_off = (target - pc - 1) as u8;
+            if usize::from(new_off) != off {
+                if taken {
+                    prog[pc].jt = new_off;
+                } else {
+                    prog[pc].jf = new_off;
+                }
+                changed = true;
+            }
+        }
+    }
+    changed
 }
 
 /// A value a register is known to hold: one that loading again cannot
@@ -1127,11 +1251,11 @@ mod tests {
     fn redundant_loads_are_removed() {
         use op::*;
         let ip = Pred::eq(ld(Size::Half, 12), 0x800);
-        // The second `ldh [12]` only follows a jump taken after the first.
+        // The second `ldh [12]` only follows a jump taken after the first;
+        // then the second `jeq` is decided by the first and skipped.
         assert_eq!(
             d(&ip.clone().and(ip.clone())),
-            "(000) ldh      [12]\n(001) jeq      #0x800           jt 2\tjf 4\n(002) jeq      #0x800           jt 3\tjf 4\n\
-             (003) ret      #262144\n(004) ret      #0\n"
+            "(000) ldh      [12]\n(001) jeq      #0x800           jt 2\tjf 3\n(002) ret      #262144\n(003) ret      #0\n"
         );
         // Not when another path arrives with another A.
         let p = Pred::eq(ld(Size::Byte, 0), 1).or(ip.clone()).and(ip);
@@ -1151,6 +1275,65 @@ mod tests {
         ];
         let marks: Vec<usize> = redundant_loads(&prog).iter().enumerate().filter(|p| *p.1).map(|p| p.0).collect();
         assert_eq!(marks, vec![3, 6]);
+    }
+
+    #[test]
+    fn facts_decide_later_tests() {
+        use op::*;
+        let decide = |code: u16, k: u32, taken: bool, code2: u16, k2: u32| {
+            Fact::learn(JMP | code | K, k, taken).and_then(|f| f.decide(JMP | code2 | K, k2))
+        };
+        assert_eq!(decide(JEQ, 5, true, JEQ, 5), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JEQ, 6), Some(false));
+        assert_eq!(decide(JEQ, 5, true, JGT, 4), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JSET, 4), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JSET, 2), Some(false));
+        assert_eq!(decide(JEQ, 5, false, JEQ, 5), Some(false));
+        assert_eq!(decide(JEQ, 5, false, JEQ, 6), None);
+        assert_eq!(decide(JGT, 5, true, JGT, 5), Some(true));
+        assert_eq!(decide(JGT, 5, true, JGE, 6), Some(true));
+        assert_eq!(decide(JGT, 5, true, JGE, 7), None);
+        assert_eq!(decide(JGT, 5, true, JEQ, 5), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGT, 5), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGE, 6), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGE, 5), None);
+        assert_eq!(decide(JGT, u32::MAX, true, JEQ, 0), None);
+        assert_eq!(decide(JGE, 5, true, JGT, 4), Some(true));
+        assert_eq!(decide(JGE, 5, false, JGE, 5), Some(false));
+        assert_eq!(decide(JGE, 0, false, JEQ, 0), None);
+        assert_eq!(decide(JSET, 0x6, true, JSET, 0xe), Some(true));
+        assert_eq!(decide(JSET, 0x6, true, JSET, 0x2), None);
+        assert_eq!(decide(JSET, 0x6, false, JSET, 0x2), Some(false));
+        assert_eq!(decide(JSET, 0x6, false, JSET, 0x3), None);
+        assert_eq!(decide(JSET, 0x6, false, JEQ, 4), Some(false));
+        assert_eq!(decide(JSET, 0x6, false, JEQ, 1), None);
+        assert_eq!(decide(JSET, 0, true, JSET, 0), None);
+    }
+
+    #[test]
+    fn jumps_thread_through_decided_tests() {
+        use op::*;
+        let mut p = vec![
+            Insn::stmt(LD | H | ABS, 12),
+            Insn::jump(JMP | JEQ | K, 0x800, 0, 2),
+            Insn::jump(JMP | JGT | K, 0x5dc, 0, 2), // decided true after jeq 0x800
+            Insn::stmt(RET | K, 1),
+            Insn::jump(JMP | JEQ | K, 0x800, 1, 0), // decided false after jf of jeq 0x800
+            Insn::stmt(RET | K, 2),
+            Insn::stmt(RET | K, 3),
+        ];
+        assert!(thread_jumps(&mut p));
+        assert_eq!((p[1].jt, p[1].jf), (1, 3));
+        compact(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                Insn::stmt(LD | H | ABS, 12),
+                Insn::jump(JMP | JEQ | K, 0x800, 0, 1),
+                Insn::stmt(RET | K, 1),
+                Insn::stmt(RET | K, 2),
+            ]
+        );
     }
 
     #[test]

@@ -332,6 +332,57 @@ fn compiled_programs_agree_with_the_reference_evaluator() {
     assert!(accepted > pairs / 10 && accepted < pairs * 9 / 10, "{accepted} of {pairs} accepted");
 }
 
+/// A predicate whose tests compare a few shared values with a few
+/// constants, so that tests repeat and decide each other (exercising the
+/// redundant-load removal and jump threading).
+fn related_pred(rng: &mut Rng, depth: u32, pool: &[Value]) -> Pred {
+    if depth == 0 || rng.chance(35) {
+        let lhs = rng.pick_value(pool);
+        let op = rng.pick(&[CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set]);
+        let rhs = if rng.chance(20) { rng.pick_value(pool) } else { Value::Const(rng.below(6) as u32) };
+        return Pred::test(lhs, op, rhs);
+    }
+    match rng.below(5) {
+        0 => related_pred(rng, depth - 1, pool).not(),
+        1 | 2 => Pred::And((0..2 + rng.below(3)).map(|_| related_pred(rng, depth - 1, pool)).collect()),
+        _ => Pred::Or((0..2 + rng.below(3)).map(|_| related_pred(rng, depth - 1, pool)).collect()),
+    }
+}
+
+impl Rng {
+    fn pick_value(&mut self, pool: &[Value]) -> Value {
+        pool[self.below(pool.len() as u64) as usize].clone()
+    }
+}
+
+#[test]
+fn related_tests_agree_with_the_reference_evaluator() {
+    let mut rng = Rng(0x0dd_ba11_cafe_f00d);
+    let pool = [
+        Value::load(Size::Byte, 0),
+        Value::load(Size::Byte, 1),
+        Value::load(Size::Half, 0),
+        Value::load_indexed(Size::Byte, Value::ipv4_header_len(0), 0),
+        Value::Len.bin(BinOp::And, Value::Const(7)),
+    ];
+    let mut pairs = 0;
+    for case in 0..3000 {
+        let p = related_pred(&mut rng, 4, &pool);
+        let prog = compile(&p, &CodegenOptions::default()).expect("compiles");
+        let interp = Program::new(&prog).expect("decodes");
+        for _ in 0..8 {
+            let len = rng.below(24) as usize;
+            let data: Vec<u8> = (0..len).map(|_| rng.below(6) as u8).collect();
+            let wire_len = rng.below(16) as u32;
+            let want = if matches(&p, PacketView { data: &data, wire_len }) { 262_144 } else { 0 };
+            pairs += 1;
+            assert_eq!(interp.run(&data, wire_len), want, "case {case}: {data:?} {wire_len}\n{p}\n{}", sift_bpf::text::dump_d(&prog));
+            assert_eq!(kernel_model(&prog, &data, wire_len), Ok(want), "case {case}");
+        }
+    }
+    assert!(pairs >= 20_000);
+}
+
 #[test]
 fn long_disjunctions_need_trampolines_and_still_agree() {
     let mut rng = Rng(0xfeed_beef_1234_5678);
