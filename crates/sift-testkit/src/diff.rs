@@ -438,7 +438,7 @@ pub fn case(seed: u64, index: usize, linktype: Option<LinkType>) -> (LinkType, O
     let mut rng = Rng::fork(seed, index as u64 * 2);
     let lt = linktype.unwrap_or(LINK_TYPES[index % LINK_TYPES.len()]);
     let netmask = if rng.chance(0.25) { Some(*rng.pick(&NETMASKS)) } else { None };
-    let opts = ExprOptions { linktype: lt, netmask_known: netmask.is_some(), max_depth: 3 };
+    let opts = ExprOptions { netmask_known: netmask.is_some(), ..ExprOptions::new(lt) };
     let expr = exprs::random_expr_with(&mut rng, &opts);
     (lt, netmask, expr)
 }

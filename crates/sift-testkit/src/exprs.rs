@@ -35,12 +35,16 @@ pub struct ExprOptions {
     pub netmask_known: bool,
     /// Maximum nesting depth of parentheses.
     pub max_depth: u32,
+    /// Probability of a final token-level mutation (deleted, duplicated,
+    /// swapped or inserted tokens and characters), which mostly produces
+    /// invalid text to exercise both parsers' reject paths.
+    pub mutate: f64,
 }
 
 impl ExprOptions {
-    /// Defaults for a link type: no netmask, depth 3.
+    /// Defaults for a link type: no netmask, depth 3, 4% mutations.
     pub fn new(linktype: LinkType) -> ExprOptions {
-        ExprOptions { linktype, netmask_known: false, max_depth: 3 }
+        ExprOptions { linktype, netmask_known: false, max_depth: 3, mutate: 0.04 }
     }
 }
 
@@ -63,7 +67,94 @@ pub fn random_expr_with(rng: &mut Rng, opts: &ExprOptions) -> String {
     if g.rng.chance(0.05) {
         g.out.push('\n');
     }
+    if g.rng.chance(opts.mutate) {
+        return mutate(g.rng, &g.out);
+    }
     g.out
+}
+
+/// Tokens inserted by [`mutate`].
+const MUTATION_TOKENS: &[&str] = &[
+    "and", "or", "not", "(", ")", "host", "net", "port", "portrange", "proto", "src", "dst", "tcp", "ip", "ip6",
+    "ether", "[", "]", ":", "-", "1", "0", "10.0.0.1", "&&", "||", "!", "=", "!=", "len", "mask", "/", "8", "\\",
+    "less", "broadcast", "tcp[0]", "80", "::1", "ff:ff:ff:ff:ff:ff",
+];
+
+/// Characters of words, numbers and addresses (which a character-level
+/// mutation must not split or join).
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_')
+}
+
+/// A token-level mutation of an expression: delete, duplicate or swap a
+/// whitespace-separated token, insert a token, or delete or insert one
+/// character.
+pub fn mutate(rng: &mut Rng, expr: &str) -> String {
+    let mut toks: Vec<String> = expr.split_whitespace().map(str::to_string).collect();
+    let n = toks.len();
+    match rng.below(6) {
+        0 if n > 0 => {
+            toks.remove(rng.index(n));
+        }
+        1 if n > 0 => {
+            let i = rng.index(n);
+            let t = toks[i].clone();
+            toks.insert(i, t);
+        }
+        2 if n > 1 => {
+            let i = rng.index(n - 1);
+            toks.swap(i, i + 1);
+        }
+        3 => {
+            let t = (*rng.pick(MUTATION_TOKENS)).to_string();
+            toks.insert(rng.index(n + 1), t);
+        }
+        4 => {
+            // Delete one punctuation character (never a letter or digit,
+            // which could turn keywords into host names to resolve).
+            let chars: Vec<char> = expr.chars().collect();
+            let word = |i: Option<usize>| i.and_then(|i| chars.get(i)).is_some_and(|c| is_word_char(*c));
+            let punct: Vec<usize> = (0..chars.len())
+                .filter(|&i| !is_word_char(chars[i]) && !chars[i].is_whitespace())
+                // Not next to a word (`fe80::1` must not become a name).
+                .filter(|&i| !word(i.checked_sub(1)) && !word(Some(i + 1)))
+                .collect();
+            if punct.is_empty() {
+                return expr.to_string();
+            }
+            let i = *rng.pick(&punct);
+            return chars.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, c)| *c).collect();
+        }
+        _ => {
+            // Insert one punctuation character, not inside a word.
+            let mut chars: Vec<char> = expr.chars().collect();
+            let c = *rng.pick(&['(', ')', '[', ']', ':', '!', '&', '|', '=', '<', '>', '/', ' ']);
+            let spots: Vec<usize> = (0..=chars.len())
+                .filter(|&i| {
+                    let before = i.checked_sub(1).and_then(|j| chars.get(j)).is_some_and(|c| is_word_char(*c));
+                    let after = chars.get(i).is_some_and(|c| is_word_char(*c));
+                    // A word character (':') must not touch a word at all.
+                    if is_word_char(c) {
+                        !before && !after
+                    } else {
+                        !before || !after
+                    }
+                })
+                .filter(|&i| {
+                    // Not right after or before an address/number fragment.
+                    let b = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
+                    let a = chars.get(i).copied();
+                    !matches!(b, Some('.' | ':')) && !matches!(a, Some('.' | ':'))
+                })
+                .collect();
+            if spots.is_empty() {
+                return expr.to_string();
+            }
+            chars.insert(*rng.pick(&spots), c);
+            return chars.into_iter().collect();
+        }
+    }
+    toks.join(" ")
 }
 
 /// The inherited qualifier context of a primitive: what a bare identifier
@@ -617,7 +708,9 @@ impl Gen<'_> {
     }
 
     fn random_relation(&mut self) -> String {
-        let lhs = self.arith(3);
+        // Occasionally deep, to reach libpcap's scratch-register limit.
+        let depth = if self.rng.chance(0.04) { 7 } else { 3 };
+        let lhs = self.arith(depth);
         let rel = self.relop();
         let rhs = if self.rng.chance(0.6) { self.constant() } else { self.arith(2) };
         self.binop(&lhs, rel, &rhs)
@@ -812,7 +905,9 @@ impl Gen<'_> {
             4..=7 => {
                 let len = self.rng.one_of(&[0u32, 8, 16, 24, 24, 32, 12, 28, 31], |r| r.below(33) as u32);
                 let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-                let net = (full & mask).to_be_bytes();
+                // Rarely keep host bits (an error) or use a bad length.
+                let net = if self.rng.chance(0.03) { full } else { full & mask }.to_be_bytes();
+                let len = if self.rng.chance(0.01) { 33 } else { len };
                 if self.rng.chance(0.2) && net[2] == 0 && net[3] == 0 {
                     format!("{}.{}/{len}", net[0], net[1])
                 } else {
@@ -834,19 +929,36 @@ impl Gen<'_> {
     fn v6_addr(&mut self) -> String {
         let a = *self.rng.pick(pool::IPV6);
         let addr = Ipv6Addr::from(a);
-        if self.rng.chance(0.15) {
-            // Uncompressed form.
-            let seg = addr.segments();
-            let mut s = String::new();
-            for (i, x) in seg.iter().enumerate() {
-                if i > 0 {
-                    s.push(':');
+        match self.rng.below(20) {
+            0..=2 => {
+                // Uncompressed form, sometimes with leading zeros.
+                let zeros = self.rng.chance(0.3);
+                let mut s = String::new();
+                for (i, x) in addr.segments().iter().enumerate() {
+                    if i > 0 {
+                        s.push(':');
+                    }
+                    let _ = if zeros { write!(s, "{x:04x}") } else { write!(s, "{x:x}") };
                 }
-                let _ = write!(s, "{x:x}");
+                s
             }
-            s
-        } else {
-            addr.to_string()
+            3 => addr.to_string().to_ascii_uppercase(),
+            4 => {
+                // Embedded IPv4 in the last 32 bits.
+                let seg = addr.segments();
+                let v4 = format!("{}.{}.{}.{}", a[12], a[13], a[14], a[15]);
+                if seg[..5].iter().all(|x| *x == 0) && (seg[5] == 0 || seg[5] == 0xffff) {
+                    if seg[5] == 0 {
+                        format!("::{v4}")
+                    } else {
+                        format!("::ffff:{v4}")
+                    }
+                } else {
+                    let head: Vec<String> = seg[..6].iter().map(|x| format!("{x:x}")).collect();
+                    format!("{}:{v4}", head.join(":"))
+                }
+            }
+            _ => addr.to_string(),
         }
     }
 
@@ -870,9 +982,10 @@ impl Gen<'_> {
                 return (*self.rng.pick(&ok)).to_string();
             }
         }
-        match self.rng.below(20) {
-            0 => self.rng.below(65536).to_string(),
-            1 => format!("{:#x}", self.rng.pick(pool::PORTS)),
+        match self.rng.below(100) {
+            0..=4 => self.rng.below(65536).to_string(),
+            5..=9 => format!("{:#x}", self.rng.pick(pool::PORTS)),
+            10 => "65536".to_string(), // out of range: an error
             _ => self.rng.pick(pool::PORTS).to_string(),
         }
     }
@@ -893,6 +1006,10 @@ impl Gen<'_> {
     }
 
     fn proto_value(&mut self) -> String {
+        if self.rng.chance(0.01) {
+            // Accepted by libpcap 1.10.3, rejected by master (and sift).
+            return "256".to_string();
+        }
         if self.rng.chance(0.3) {
             return self.rng.pick(pool::PROTO_NAMES).0.to_string();
         }
@@ -905,6 +1022,9 @@ impl Gen<'_> {
     }
 
     fn ether_proto_value(&mut self) -> String {
+        if self.rng.chance(0.01) {
+            return "0x10000".to_string();
+        }
         if self.rng.chance(0.3) {
             return (*self.rng.pick(pool::ETHER_PROTO_NAMES)).to_string();
         }
@@ -929,6 +1049,10 @@ impl Gen<'_> {
             6 => format!("{:x}:{:x}:{:x}:{:x}:{:x}:{:x}", m[0], m[1], m[2], m[3], m[4], m[5]),
             7 => format!("{:02x}-{:02x}-{:02x}-{:02x}-{:02x}-{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]),
             8 => format!("{:02x}{:02x}.{:02x}{:02x}.{:02x}{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]),
+            9 if self.rng.chance(0.5) => {
+                // Twelve bare hex digits.
+                format!("{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+            }
             _ => format!("{:02X}.{:02X}.{:02X}.{:02X}.{:02X}.{:02X}", m[0], m[1], m[2], m[3], m[4], m[5]),
         }
     }
@@ -952,11 +1076,34 @@ mod tests {
     }
 
     #[test]
+    fn mutations_create_no_new_words() {
+        // New words could be host names, which libpcap and sift would try
+        // to resolve (slow, and environment-dependent).
+        let words = |s: &str| -> std::collections::HashSet<String> {
+            s.split(|c: char| !is_word_char(c)).filter(|w| !w.is_empty()).map(str::to_string).collect()
+        };
+        let allowed: std::collections::HashSet<String> =
+            MUTATION_TOKENS.iter().flat_map(|t| words(t)).collect();
+        let mut r = Rng::new(13);
+        let mut changed = 0;
+        for _ in 0..5000 {
+            let e = random_expr(&mut r, LinkType::EN10MB);
+            let m = mutate(&mut r, &e);
+            changed += usize::from(m != e);
+            let before = words(&e);
+            for w in words(&m) {
+                assert!(before.contains(&w) || allowed.contains(&w), "{e:?} -> {m:?} made {w:?}");
+            }
+        }
+        assert!(changed > 4000);
+    }
+
+    #[test]
     fn covers_the_language() {
         let mut r = Rng::new(12);
         let mut all = String::new();
         for _ in 0..3000 {
-            let opts = ExprOptions { linktype: LinkType::EN10MB, netmask_known: true, max_depth: 3 };
+            let opts = ExprOptions { netmask_known: true, ..ExprOptions::new(LinkType::EN10MB) };
             all.push_str(&random_expr_with(&mut r, &opts));
             all.push('\n');
         }
