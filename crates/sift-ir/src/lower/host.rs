@@ -312,8 +312,11 @@ impl Lowerer<'_> {
                 _ => self.err("not a broadcast link"),
             },
             Some(ProtoQual::Ip) => {
-                let Some(netmask) = self.opts.netmask else {
-                    return self.err("netmask not known, so 'ip broadcast' not supported");
+                // libpcap's PCAP_NETMASK_UNKNOWN is 0xffffffff: that value
+                // means "unknown" there too.
+                let netmask = match self.opts.netmask {
+                    Some(m) if m != 0xffff_ffff => m,
+                    _ => return self.err("netmask not known, so 'ip broadcast' not supported"),
                 };
                 let hostmask = !netmask;
                 let lt = self.gen_linktype(ethertype::IP)?;

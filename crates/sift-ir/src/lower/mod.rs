@@ -48,7 +48,8 @@ pub struct LowerOptions {
     /// The link-layer header type of the packets.
     pub linktype: LinkType,
     /// The IPv4 netmask for `ip broadcast` (`None`: unknown, and
-    /// `ip broadcast` is an error, as `PCAP_NETMASK_UNKNOWN` in libpcap).
+    /// `ip broadcast` is an error, as `PCAP_NETMASK_UNKNOWN` in libpcap;
+    /// `Some(0xffffffff)` is that same sentinel value and means unknown too).
     /// `tcpdump -d` without an interface uses `Some(0)`.
     pub netmask: Option<u32>,
     /// The packets come from a savefile written on a host whose byte order

@@ -169,6 +169,8 @@ fn ip_broadcast_needs_a_netmask() {
     let f = filter(prim(Primitive::Broadcast(Some(ProtoQual::Ip))));
     let e = lower(&f, &LowerOptions::default()).unwrap_err();
     assert_eq!(e.message, "netmask not known, so 'ip broadcast' not supported");
+    let unknown = LowerOptions { netmask: Some(0xffff_ffff), ..LowerOptions::default() };
+    assert!(lower(&f, &unknown).is_err(), "0xffffffff is PCAP_NETMASK_UNKNOWN");
     let o = LowerOptions { netmask: Some(0xffff_ff00), ..LowerOptions::default() };
     let p = lower(&f, &o).unwrap();
     let mut b = tcp4();
