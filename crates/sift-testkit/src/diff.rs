@@ -151,6 +151,10 @@ pub enum Kind {
 pub struct Verdicts {
     /// libpcap `bpf_filter` on libpcap's program, with the packet's wire length.
     pub libpcap: bool,
+    /// libpcap's return value (the snapshot length or 0).
+    pub libpcap_value: u32,
+    /// sift's interpreter's return value (must equal libpcap's).
+    pub interp_value: Option<u32>,
     /// sift's reference evaluator.
     pub eval: Option<bool>,
     /// sift's interpreter on sift's program.
@@ -163,7 +167,8 @@ pub struct Verdicts {
 
 impl Verdicts {
     fn disagree(&self) -> bool {
-        let main = [self.eval, self.interp].iter().flatten().any(|v| *v != self.libpcap);
+        let main = [self.eval, self.interp].iter().flatten().any(|v| *v != self.libpcap)
+            || self.interp_value.is_some_and(|v| v != self.libpcap_value);
         let kern = matches!((self.kernel, self.libpcap_kernel_len), (Some(k), Some(l)) if k != l);
         main || kern
     }
@@ -370,12 +375,16 @@ impl fmt::Display for Disagreement {
         if let Some(p) = &self.packet {
             writeln!(f, "  packet:     {} ({} of {} captured bytes kept), wire_len {}", hex(&p.data), p.data.len(), p.original_len, p.wire_len)?;
             let v = &p.verdicts;
+            let interp = match v.interp_value {
+                Some(x) => format!("{} (returns {x})", verdict(v.interp)),
+                None => "-".into(),
+            };
             writeln!(
                 f,
-                "  verdicts:   libpcap {}, eval {}, interp {}; kernel {} vs libpcap(wire_len={}) {}",
+                "  verdicts:   libpcap {} (returns {}), eval {}, interp {interp}; kernel {} vs libpcap(wire_len={}) {}",
                 verdict(Some(v.libpcap)),
+                v.libpcap_value,
                 verdict(v.eval),
-                verdict(v.interp),
                 verdict(v.kernel),
                 p.data.len(),
                 verdict(v.libpcap_kernel_len)
@@ -441,6 +450,18 @@ pub fn case(seed: u64, index: usize, linktype: Option<LinkType>) -> (LinkType, O
     let opts = ExprOptions { netmask_known: netmask.is_some(), ..ExprOptions::new(lt) };
     let expr = exprs::random_expr_with(&mut rng, &opts);
     (lt, netmask, expr)
+}
+
+/// The snapshot length both compilers get for the `index`-th expression
+/// (the accept return value, compared exactly between libpcap and sift's
+/// interpreter): usually [`SNAPLEN`], sometimes another size.
+pub fn snaplen_for(seed: u64, index: usize) -> u32 {
+    let mut rng = Rng::fork(seed ^ 0x736e_6170_6c65_6e00, index as u64);
+    if rng.chance(0.8) {
+        SNAPLEN
+    } else {
+        *rng.pick(&[65_535, 1_514, 96, 68, 1, 0x7fff_ffff])
+    }
 }
 
 /// Runs a campaign with the real sift pipeline (see the module docs).
@@ -550,7 +571,8 @@ fn one_expression(
         packet,
         note: None,
     };
-    let lib = libpcap::compile(expr, lt.0, SNAPLEN, netmask, false);
+    let snaplen = snaplen_for(c.seed, index);
+    let lib = libpcap::compile(expr, lt.0, snaplen, netmask, false);
     let opts = LowerOptions { linktype: lt, netmask, ..LowerOptions::default() };
     let sift = engines.lower(expr, &opts);
     match &lib {
@@ -596,7 +618,7 @@ fn one_expression(
     let mut interp: Option<Interp> = None;
     let mut kernel_ok = false;
     let mut sift_prog = Vec::new();
-    match engines.codegen(&pred, SNAPLEN) {
+    match engines.codegen(&pred, snaplen) {
         Err(e) => report.record(dis(Kind::Codegen, None, Some(e), None), c.max_details),
         Ok(prog) => {
             sift_prog.clone_from(&prog);
@@ -695,9 +717,11 @@ fn run_engines(
     data: &[u8],
     wire: u32,
 ) -> Run {
-    let libpcap = lib.filter(data, wire) != 0;
+    let libpcap_value = lib.filter(data, wire);
+    let libpcap = libpcap_value != 0;
     let eval = Some(engines.eval(pred, data, wire));
-    let interp = interp.map(|f| f(data, wire) != 0);
+    let interp_value = interp.map(|f| f(data, wire));
+    let interp = interp_value.map(|v| v != 0);
     let mut kernel_err = Ok(());
     let known = match kernel {
         KernelVerdict::None => None,
@@ -718,7 +742,15 @@ fn run_engines(
         None => (None, None),
     };
     Run {
-        verdicts: Verdicts { libpcap, eval, interp, libpcap_kernel_len: lib_k, kernel: kernel_v },
+        verdicts: Verdicts {
+            libpcap,
+            libpcap_value,
+            interp_value,
+            eval,
+            interp,
+            libpcap_kernel_len: lib_k,
+            kernel: kernel_v,
+        },
         kernel_err,
     }
 }
@@ -740,7 +772,7 @@ fn shrink(
     let signature = |v: &Verdicts| {
         (
             v.eval.map(|e| e != v.libpcap),
-            v.interp.map(|e| e != v.libpcap),
+            v.interp_value.map(|e| e != v.libpcap_value),
             match (v.kernel, v.libpcap_kernel_len) {
                 (Some(k), Some(l)) => Some(k != l),
                 _ => None,

@@ -206,33 +206,57 @@ impl KernelFilter {
     /// The datagrams that pass are received in order and matched to the
     /// packets sent: packet *i* passed iff the next received datagram equals
     /// it. Identical packets get identical verdicts, so the greedy match is
-    /// exact. It requires the program to keep whole datagrams (return at
-    /// least the packet length, as `ret #snaplen` programs do); if a
-    /// received datagram matches no packet (it was trimmed), the result is
-    /// an `InvalidData` error and [`KernelFilter::accepts`] must be used.
+    /// exact for programs that keep whole datagrams. A program may also trim
+    /// a datagram (return less than its length); a trimmed datagram is a
+    /// proper prefix of its packet, so packets that are a proper prefix of
+    /// another packet of the same chunk are not batched but run one by one
+    /// with [`KernelFilter::accepts`]. Then a trimmed datagram equals no
+    /// batched packet, stays unmatched, and the result is an `InvalidData`
+    /// error (use [`KernelFilter::accepts`] for such programs).
     pub fn accepts_batch(&self, packets: &[&[u8]]) -> io::Result<Vec<bool>> {
         const CHUNK: usize = 64;
-        let mut verdicts = Vec::with_capacity(packets.len());
+        let mut verdicts = vec![false; packets.len()];
         let slot = packets.iter().map(|p| p.len()).max().unwrap_or(0) + 1;
         let mut rbuf = vec![0u8; slot.checked_mul(CHUNK).ok_or_else(|| io::Error::other("packets too large"))?];
-        let mut start = 0;
-        while start < packets.len() {
-            let chunk = &packets[start..(start + CHUNK).min(packets.len())];
-            let sent = self.send_many(chunk)?;
-            let received = self.recv_many(&mut rbuf, slot, sent)?;
-            let mut next = 0;
-            for p in &chunk[..sent] {
-                let hit = received.get(next).is_some_and(|&(off, len)| rbuf.get(off..off + len) == Some(*p));
-                next += usize::from(hit);
-                verdicts.push(hit);
+        for (c, chunk) in packets.chunks(CHUNK).enumerate() {
+            let base = c * CHUNK;
+            // Packets that are a proper prefix of another one: in sorted
+            // order, the next different packet starts with them.
+            let mut order: Vec<usize> = (0..chunk.len()).collect();
+            order.sort_by(|&a, &b| chunk[a].cmp(chunk[b]));
+            let mut alone = vec![false; chunk.len()];
+            for (w, &i) in order.iter().enumerate() {
+                let p = chunk[i];
+                let next = order[w + 1..].iter().map(|&j| chunk[j]).find(|q| *q != p);
+                alone[i] = next.is_some_and(|q| q.starts_with(p));
             }
-            if next != received.len() {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "a received datagram matches no packet sent (trimmed by the filter?)",
-                ));
+            let batch: Vec<usize> = (0..chunk.len()).filter(|&i| !alone[i]).collect();
+            let mut done = 0;
+            while done < batch.len() {
+                let group: Vec<&[u8]> = batch[done..].iter().map(|&i| chunk[i]).collect();
+                let sent = self.send_many(&group)?;
+                let received = self.recv_many(&mut rbuf, slot, sent)?;
+                let mut next = 0;
+                for (k, p) in group.iter().take(sent).enumerate() {
+                    let hit = received.get(next).is_some_and(|&(off, len)| rbuf.get(off..off + len) == Some(*p));
+                    next += usize::from(hit);
+                    if let Some(v) = verdicts.get_mut(base + batch[done + k]) {
+                        *v = hit;
+                    }
+                }
+                if next != received.len() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a received datagram matches no packet sent (trimmed by the filter)",
+                    ));
+                }
+                done += sent;
             }
-            start += sent;
+            for i in (0..chunk.len()).filter(|&i| alone[i]) {
+                if let Some(v) = verdicts.get_mut(base + i) {
+                    *v = self.accepts(chunk[i])?;
+                }
+            }
         }
         Ok(verdicts)
     }
@@ -567,6 +591,26 @@ mod tests {
         let p = [1u8, 2, 3];
         assert!(kf.accepts_batch(&[&p]).is_err());
         assert!(kf.accepts(&p).unwrap());
+        // A trimmed datagram equal to another packet of the batch must not
+        // be taken for it: [8] is a prefix of [8, 1], so it runs alone.
+        let prog = [
+            Insn::stmt(op::LD | op::B | op::ABS, 1),
+            Insn::jump(op::JMP | op::JEQ | op::K, 1, 0, 1),
+            Insn::stmt(op::RET | op::K, 1),
+            Insn::stmt(op::RET | op::K, 0),
+        ];
+        let kf = KernelFilter::new(&prog).unwrap();
+        let (a, b) = ([8u8].as_slice(), [8u8, 1].as_slice());
+        assert!(!kf.accepts(a).unwrap());
+        assert!(kf.accepts(b).unwrap());
+        match kf.accepts_batch(&[a, b]) {
+            Ok(v) => assert_eq!(v, vec![false, true]),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::InvalidData),
+        }
+        match kf.accepts_batch(&[b, a]) {
+            Ok(v) => assert_eq!(v, vec![true, false]),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::InvalidData),
+        }
     }
 
     #[test]
