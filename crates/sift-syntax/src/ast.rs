@@ -36,6 +36,40 @@ pub enum Expr {
     Prim(Primitive, Span),
 }
 
+impl Drop for Expr {
+    /// Drops the tree without recursion: a left-deep `a or b or c ...` chain
+    /// of any length (what the parser builds for long filters) would
+    /// otherwise overflow the stack when dropped. Children are detached onto
+    /// an explicit stack before each node is freed.
+    fn drop(&mut self) {
+        fn detach(e: &mut Expr, stack: &mut Vec<Expr>) {
+            const LEAF: Expr = Expr::Prim(Primitive::Inbound, Span::new(0, 0));
+            match e {
+                Expr::And(l, r) | Expr::Or(l, r) => {
+                    if !matches!(**l, Expr::Prim(..)) {
+                        stack.push(std::mem::replace(&mut **l, LEAF));
+                    }
+                    if !matches!(**r, Expr::Prim(..)) {
+                        stack.push(std::mem::replace(&mut **r, LEAF));
+                    }
+                }
+                Expr::Not(x, _) => {
+                    if !matches!(**x, Expr::Prim(..)) {
+                        stack.push(std::mem::replace(&mut **x, LEAF));
+                    }
+                }
+                Expr::Prim(..) => {}
+            }
+        }
+        let mut stack = Vec::new();
+        detach(self, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            detach(&mut e, &mut stack);
+            // `e` now has only primitive children: dropping it recurses once.
+        }
+    }
+}
+
 /// A parsed filter: the source text and the expression (absent for an empty
 /// or all-whitespace filter).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,42 +90,79 @@ pub struct Filter {
 pub enum ProtoQual {
     /// `ether`, `link`, `ppp`, `slip`, `fddi`, `tr`, `wlan`.
     Link,
+    /// `ip`.
     Ip,
+    /// `arp`.
     Arp,
+    /// `rarp`.
     Rarp,
+    /// `sctp`.
     Sctp,
+    /// `tcp`.
     Tcp,
+    /// `udp`.
     Udp,
+    /// `icmp`.
     Icmp,
+    /// `igmp`.
     Igmp,
+    /// `igrp`.
     Igrp,
+    /// `atalk`.
     Atalk,
+    /// `aarp`.
     Aarp,
+    /// `decnet`.
     Decnet,
+    /// `lat`.
     Lat,
+    /// `sca`.
     Sca,
+    /// `moprc`.
     Moprc,
+    /// `mopdl`.
     Mopdl,
+    /// `ip6`.
     Ip6,
+    /// `icmp6`.
     Icmp6,
+    /// `ah`.
     Ah,
+    /// `esp`.
     Esp,
+    /// `pim`.
     Pim,
+    /// `vrrp`.
     Vrrp,
+    /// `carp`.
     Carp,
+    /// `iso`.
     Iso,
+    /// `esis`.
     Esis,
+    /// `isis`.
     Isis,
+    /// `clnp`.
     Clnp,
+    /// `stp`.
     Stp,
+    /// `ipx`.
     Ipx,
+    /// `netbeui`.
     Netbeui,
+    /// `l1`.
     L1,
+    /// `l2`.
     L2,
+    /// `iih`.
     Iih,
+    /// `lsp`.
     Lsp,
+    /// `snp`.
     Snp,
+    /// `csnp`.
     Csnp,
+    /// `psnp`.
     Psnp,
     /// `radio`: the radio header of 802.11 captures (index operation only).
     Radio,
@@ -100,7 +171,9 @@ pub enum ProtoQual {
 /// Direction qualifier (libpcap's `Q_SRC`, `Q_DST`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DirQual {
+    /// `src`.
     Src,
+    /// `dst`.
     Dst,
     /// `src or dst` / `dst or src`.
     SrcOrDst,
@@ -112,28 +185,41 @@ pub enum DirQual {
     Ta,
     /// 802.11 `addr1` ... `addr4` (also spelled `address1` ...).
     Addr1,
+    /// 802.11 `addr2`.
     Addr2,
+    /// 802.11 `addr3`.
     Addr3,
+    /// 802.11 `addr4`.
     Addr4,
 }
 
 /// Address/type qualifier (libpcap's `Q_HOST`, `Q_NET`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AddrQual {
+    /// `host`.
     Host,
+    /// `net`.
     Net,
+    /// `port`.
     Port,
+    /// `portrange`.
     Portrange,
+    /// `gateway`.
     Gateway,
+    /// `proto`.
     Proto,
+    /// `protochain`.
     Protochain,
 }
 
 /// The qualifier triple of a primitive. `None` is libpcap's `Q_DEFAULT`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Qual {
+    /// The protocol qualifier (`tcp`, `ether`, ...).
     pub proto: Option<ProtoQual>,
+    /// The direction qualifier (`src`, `dst`, ...).
     pub dir: Option<DirQual>,
+    /// The address qualifier (`host`, `port`, ...).
     pub addr: Option<AddrQual>,
 }
 
@@ -146,36 +232,88 @@ pub enum Id {
     /// A name: host name, service, protocol, network name, ... Escaped
     /// keywords (`\tcp`) arrive here without the backslash.
     Name(String),
-    /// A dotted IPv4 address with 1 to 4 parts (`10`, `10.1`, `10.1.2`,
+    /// A dotted IPv4 address with 2 to 4 parts (`10.1`, `10.1.2`,
     /// `10.1.2.3` — a lone number is [`Id::Num`]), as libpcap's HID token:
     /// `addr` is the value with the parts packed from the top byte down
-    /// exactly as libpcap's `__pcap_atoin` does, `parts` is how many parts were
-    /// written (it decides the implied netmask of `net`).
-    Ipv4 { addr: u32, parts: u8 },
-    /// `HID/len` (e.g. `10.0.0.0/8`, `192.168/16`).
-    Ipv4Prefix { addr: u32, parts: u8, len: u32 },
-    /// `HID mask HID` (e.g. `net 10.0.0.0 mask 255.0.0.0`).
-    Ipv4Mask { addr: u32, mask: u32 },
+    /// (the first part written is the top byte; missing parts are zero), i.e.
+    /// `__pcap_atoin`'s result already shifted into place the way libpcap's
+    /// generators "promote" it: `10.1` gives `addr = 0x0a01_0000`,
+    /// `parts = 2`. `parts` is how many parts were written (it decides the
+    /// implied netmask: `host 10.1` and `net 10.1` both mean `10.1.0.0/16`).
+    /// Each part is decimal and at most 255 (checked by the parser).
+    Ipv4 {
+        /// The address, packed from the top byte down.
+        addr: u32,
+        /// How many dotted parts were written (2 to 4).
+        parts: u8,
+    },
+    /// `HID/len` (e.g. `10.0.0.0/8`, `192.168/16`): `addr` and `parts` as
+    /// for [`Id::Ipv4`] (`192.168/16` gives `0xc0a8_0000`, 2 parts); `len`
+    /// is not range-checked by the parser.
+    Ipv4Prefix {
+        /// The address, packed from the top byte down.
+        addr: u32,
+        /// How many dotted parts were written (2 to 4).
+        parts: u8,
+        /// The prefix length as written.
+        len: u32,
+    },
+    /// `HID mask HID` (e.g. `net 10.0.0.0 mask 255.0.0.0`): both values
+    /// packed from the top byte down as for [`Id::Ipv4`] (`net 192.168 mask
+    /// 255.255` gives `addr = 0xc0a8_0000`, `mask = 0xffff_0000`).
+    Ipv4Mask {
+        /// The address, packed from the top byte down.
+        addr: u32,
+        /// The netmask, packed from the top byte down.
+        mask: u32,
+    },
     /// An IPv6 address, optionally with `/len` (`None`: no prefix written).
-    Ipv6 { addr: [u8; 16], len: Option<u32> },
+    Ipv6 {
+        /// The address in network byte order.
+        addr: [u8; 16],
+        /// The prefix length, if one was written.
+        len: Option<u32>,
+    },
     /// A MAC-48 address (`aa:bb:cc:dd:ee:ff` and the other accepted forms).
     Mac([u8; 6]),
     /// A MAC-8 (ARCnet) address, `$2b`.
     Mac8(u8),
+    /// A DECnet address `AREA.NODE` (`decnet host 50.764`). libpcap reads a
+    /// dotted id as a DECnet address instead of an IPv4 address when the
+    /// protocol qualifier in force is `decnet`; the parser does the same and
+    /// checks the ranges as libpcap master does (exactly two decimal parts,
+    /// area at most 63, node at most 1023; `invalid DECnet address`).
+    /// The 16-bit address libpcap compares is `area << 10 | node`.
+    Decnet {
+        /// The area, 0 to 63.
+        area: u8,
+        /// The node, 0 to 1023.
+        node: u16,
+    },
 }
 
 /// Arithmetic operator of `arith op arith`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArithOp {
+    /// `+`.
     Add,
+    /// `-`.
     Sub,
+    /// `*`.
     Mul,
+    /// `/`.
     Div,
+    /// `%`.
     Mod,
+    /// `&`.
     And,
+    /// `|`.
     Or,
+    /// `^`.
     Xor,
+    /// `<<`.
     Shl,
+    /// `>>`.
     Shr,
 }
 
@@ -205,16 +343,24 @@ pub enum Arith {
     Len(Span),
     /// `proto[index]` or `proto[index:size]` with size 1, 2 or 4.
     Load {
+        /// The protocol header the index is relative to.
         proto: ProtoQual,
+        /// The byte offset.
         index: Box<Arith>,
+        /// The load size: 1, 2 or 4 bytes.
         size: u8,
+        /// The span of `proto[...]`.
         span: Span,
     },
     /// `lhs op rhs`.
     Binary {
+        /// The operator.
         op: ArithOp,
+        /// The left operand.
         lhs: Box<Arith>,
+        /// The right operand.
         rhs: Box<Arith>,
+        /// The span from the left operand to the right one.
         span: Span,
     },
     /// Unary minus.
@@ -224,10 +370,15 @@ pub enum Arith {
 /// Operator of the `byte` primitive (`byte 8 & 5`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ByteOp {
+    /// `=`.
     Eq,
+    /// `<`.
     Lt,
+    /// `>`.
     Gt,
+    /// `&` (some bits in common).
     And,
+    /// `|` (OR is non-zero).
     Or,
 }
 
@@ -238,7 +389,12 @@ pub enum Wlan {
     /// `type T` (value is the type field shifted into place, e.g. data = 0x08).
     Type(u32),
     /// `type T subtype S` (both values in place).
-    TypeSubtype { ty: u32, subtype: u32 },
+    TypeSubtype {
+        /// The type bits (0x00, 0x04, 0x08 or 0x0c).
+        ty: u32,
+        /// The subtype bits (a multiple of 0x10).
+        subtype: u32,
+    },
     /// `subtype S` alone (value combines type and subtype, libpcap style).
     Subtype(u32),
     /// `dir D` (0 to 3).
@@ -280,47 +436,74 @@ pub enum Pflog {
 /// ATM field for `vpi`/`vci` relations (DLT_SUNATM).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtmField {
+    /// `vpi`.
     Vpi,
+    /// `vci`.
     Vci,
 }
 
 /// ATM abbreviations (`lane`, `oamf4`, `metac`, ...), DLT_SUNATM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtmType {
+    /// `lane`.
     Lane,
+    /// `oamf4sc`.
     Oamf4Sc,
+    /// `oamf4ec`.
     Oamf4Ec,
+    /// `oamf4`.
     Oamf4,
+    /// `oam`.
     Oam,
+    /// `metac`.
     Metac,
+    /// `bcc`.
     Bcc,
+    /// `sc`.
     Sc,
+    /// `ilmic`.
     Ilmic,
+    /// `connectmsg`.
     Connectmsg,
+    /// `metaconnect`.
     Metaconnect,
 }
 
 /// SS7 MTP2 packet types (`fisu`, `lssu`, `msu` and the `h` forms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mtp2Type {
+    /// `fisu`.
     Fisu,
+    /// `lssu`.
     Lssu,
+    /// `msu`.
     Msu,
+    /// `hfisu`.
     Hfisu,
+    /// `hlssu`.
     Hlssu,
+    /// `hmsu`.
     Hmsu,
 }
 
 /// SS7 MTP3 fields (`sio`, `opc`, `dpc`, `sls` and the `h` forms).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mtp3Field {
+    /// `sio`.
     Sio,
+    /// `opc`.
     Opc,
+    /// `dpc`.
     Dpc,
+    /// `sls`.
     Sls,
+    /// `hsio`.
     Hsio,
+    /// `hopc`.
     Hopc,
+    /// `hdpc`.
     Hdpc,
+    /// `hsls`.
     Hsls,
 }
 
@@ -330,7 +513,9 @@ pub enum Mtp3Field {
 /// [`FieldTest`] is always one relation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FieldTest {
+    /// The comparison.
     pub op: RelOp,
+    /// The value compared with.
     pub value: u32,
 }
 
@@ -340,12 +525,24 @@ pub enum Primitive {
     /// `head id`: a qualified identifier (`src host 1.2.3.4`, `tcp port 80`,
     /// `ether proto \arp`, `net 10.0.0.0/8`), or a bare identifier that
     /// inherited its qualifiers (`... or 443`).
-    Id { qual: Qual, id: Id },
+    Id {
+        /// The qualifiers, written or inherited.
+        qual: Qual,
+        /// The identifier.
+        id: Id,
+    },
     /// A protocol name alone (`tcp`, `ip6`, `arp`, `l1`, ...): libpcap's
     /// `gen_proto_abbrev`.
     ProtoAbbrev(ProtoQual),
     /// `arith relop arith`.
-    Relation { op: RelOp, lhs: Arith, rhs: Arith },
+    Relation {
+        /// The comparison.
+        op: RelOp,
+        /// The left operand.
+        lhs: Arith,
+        /// The right operand.
+        rhs: Arith,
+    },
     /// `[proto] broadcast`.
     Broadcast(Option<ProtoQual>),
     /// `[proto] multicast`.
@@ -355,7 +552,14 @@ pub enum Primitive {
     /// `greater N`.
     Greater(u32),
     /// `byte IDX op VALUE`.
-    Byte { index: u32, op: ByteOp, value: u32 },
+    Byte {
+        /// The byte offset in the link-layer header.
+        index: u32,
+        /// The operator.
+        op: ByteOp,
+        /// The operand.
+        value: u32,
+    },
     /// `inbound`.
     Inbound,
     /// `outbound`.
@@ -379,7 +583,9 @@ pub enum Primitive {
     /// PFLOG primitives.
     Pflog(Pflog),
     /// 802.11 `type`/`subtype`/`dir`; the optional protocol qualifier is the
-    /// `wlan` of `wlan type mgt` (always [`ProtoQual::Link`] when present).
+    /// `wlan` of `wlan type mgt`. libpcap's grammar accepts any protocol
+    /// qualifier there (`tcp type mgt` compiles, the qualifier is ignored),
+    /// so it is kept as written: usually [`ProtoQual::Link`].
     Wlan(Option<ProtoQual>, Wlan),
     /// `vpi`/`vci` value test.
     Atm(AtmField, FieldTest),
