@@ -243,7 +243,7 @@ fn random_asts_lower_or_fail_cleanly() {
     ];
     let mut r = Rng(0x5eed_1234_abcd_0001);
     let (mut ok, mut err) = (0, 0);
-    let mut pkt = vec![0u8; 128];
+    let mut pkt = [0u8; 128];
     for _ in 0..100_000 {
         let e = expr(&mut r, 3);
         let f = Filter { source: "x".into(), expr: Some(e) };

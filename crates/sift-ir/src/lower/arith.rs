@@ -19,7 +19,10 @@
 //!   `x / (0 + 1)` and even `x / ip[0]` (its index 0 is loaded first) are
 //!   "division by zero", `x << ip[40]` is "shift by more than 31 bits";
 //! - at most 16 scratch registers: deeper right-nested arithmetic is
-//!   "too many registers needed to evaluate expression".
+//!   "too many registers needed to evaluate expression";
+//! - `lsh x`/`rsh x` by 32 or more give 0 in `bpf_filter`, whereas the IR's
+//!   shifts take the count modulo 32: shifts by anything but a constant
+//!   below 32 are masked accordingly (see `shift`).
 
 use super::link::{LinkKind, Rel};
 use super::{Lowerer, Result};

@@ -144,7 +144,8 @@ pub(crate) enum Rel {
 impl Lowerer<'_> {
     /// `gen_ncmp`: load, mask (unless all ones), compare with `v`; `reverse`
     /// negates `>`/`>=` only, exactly as libpcap (whose `!=` for `==` is
-    /// built elsewhere).
+    /// built elsewhere). The argument list mirrors libpcap's `gen_ncmp`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn ncmp(
         &self,
         rel: Rel,

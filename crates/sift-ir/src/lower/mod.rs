@@ -333,7 +333,7 @@ impl<'a> Lowerer<'a> {
             Primitive::Pppoed => self.unsupported("'pppoed'"),
             Primitive::Pppoes(_) => self.unsupported("'pppoes'"),
             Primitive::Geneve(_) => self.unsupported("'geneve'"),
-            Primitive::Vxlan(_) => self.err("syntax error: 'vxlan' is not in libpcap 1.10.3"),
+            Primitive::Vxlan(_) => self.err("'vxlan' does not exist in libpcap 1.10.3"),
             Primitive::Llc(_) => self.unsupported("'llc'"),
             Primitive::Pflog(_) => self.unsupported("PFLOG primitives are"),
             Primitive::Wlan(..) => self.unsupported("802.11 'type'/'subtype'/'dir'"),
