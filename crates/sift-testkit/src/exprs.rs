@@ -60,7 +60,18 @@ pub fn random_expr_with(rng: &mut Rng, opts: &ExprOptions) -> String {
         // The empty filter (and all-whitespace).
         return (*g.rng.pick(&["", " ", "\t\n"])).to_string();
     }
-    g.expr(opts.max_depth);
+    if g.rng.chance(0.02) {
+        // A long flat chain: long programs, branches beyond 255 instructions.
+        let n = 20 + g.rng.index(60);
+        for i in 0..n {
+            if i > 0 {
+                g.and_or();
+            }
+            g.term(1);
+        }
+    } else {
+        g.expr(opts.max_depth);
+    }
     if g.rng.chance(0.05) {
         g.out.insert(0, ' ');
     }
@@ -707,7 +718,32 @@ impl Gen<'_> {
         }
     }
 
+    /// A right-nested chain `a op (b op (c ...))` of 8 to 19 operands:
+    /// libpcap needs one scratch register per level and fails with "too many
+    /// registers needed to evaluate expression" from about 15 levels.
+    fn register_chain(&mut self) -> String {
+        let n = 8 + self.rng.index(12);
+        let mut s = self.arith_leaf();
+        for _ in 0..n {
+            let op = *self.rng.pick(&["+", "-", "*", "&", "|", "+"]);
+            let leaf = self.arith_leaf();
+            s = if self.rng.chance(0.2) {
+                // Nest through an accessor index too.
+                format!("{leaf} {op} ip[({s}) & 7]")
+            } else {
+                format!("{leaf} {op} ({s})")
+            };
+        }
+        s
+    }
+
     fn random_relation(&mut self) -> String {
+        if self.rng.chance(0.03) {
+            let lhs = self.register_chain();
+            let rel = self.relop();
+            let rhs = self.constant();
+            return format!("{lhs} {rel} {rhs}");
+        }
         // Occasionally deep, to reach libpcap's scratch-register limit.
         let depth = if self.rng.chance(0.04) { 7 } else { 3 };
         let lhs = self.arith(depth);

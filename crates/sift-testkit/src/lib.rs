@@ -15,6 +15,8 @@
 //!
 //! The `difftest` binary runs campaigns from the command line.
 
+#![warn(missing_docs)]
+
 pub mod diff;
 pub mod exprs;
 pub mod kernel;
