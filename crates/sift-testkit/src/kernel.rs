@@ -92,8 +92,16 @@ impl KernelFilter {
         // owned by nobody else; OwnedFd takes ownership and closes them.
         let (tx, rx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let kf = KernelFilter { tx, rx };
-        kf.attach(prog)?;
-        Ok(kf)
+        match kf.attach(prog) {
+            // On a fresh socket, ENOMEM means the program alone exceeds the
+            // socket option memory limit (net.core.optmem_max): a refusal.
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                Rejected { errno: libc::ENOMEM, len: prog.len() },
+            )),
+            Err(e) => Err(e),
+            Ok(()) => Ok(kf),
+        }
     }
 
     /// Replaces the attached program (the socket pair is reused, which is
@@ -101,7 +109,17 @@ impl KernelFilter {
     /// On error the previous program stays attached.
     pub fn set_program(&mut self, prog: &[Insn]) -> io::Result<()> {
         self.drain()?;
-        self.attach(prog)
+        match self.attach(prog) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOMEM) => {
+                // Replaced filters are freed after an RCU grace period and
+                // count against net.core.optmem_max until then, so many quick
+                // replacements run out of option memory: start over on a
+                // fresh socket pair.
+                *self = KernelFilter::new(prog)?;
+                Ok(())
+            }
+            r => r,
+        }
     }
 
     fn attach(&self, prog: &[Insn]) -> io::Result<()> {
@@ -639,6 +657,18 @@ mod tests {
         let too_long = vec![Insn::stmt(op::RET | op::K, 1); 5000];
         assert!(is_rejected(&KernelFilter::new(&too_long).unwrap_err()));
         assert!(!is_rejected(&io::Error::other("x")));
+    }
+
+    #[test]
+    fn many_replacements_do_not_exhaust_option_memory() {
+        let mut prog = vec![Insn::stmt(op::LD | op::IMM, 1); 4000];
+        prog.push(Insn::stmt(op::RET | op::K, 1));
+        let mut kf = KernelFilter::new(&prog).unwrap();
+        for i in 0..300u32 {
+            prog[0].k = i;
+            kf.set_program(&prog).unwrap();
+        }
+        assert!(kf.accepts(&[1]).unwrap());
     }
 
     #[test]
