@@ -250,6 +250,7 @@ fn random_asts_lower_or_fail_cleanly() {
         let o = LowerOptions {
             linktype: r.pick(&links),
             netmask: if r.below(2) == 0 { None } else { Some(r.next() as u32) },
+            savefile: r.below(2) == 0,
             swapped: r.below(2) == 0,
         };
         match lower(&f, &o) {

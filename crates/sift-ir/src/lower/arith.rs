@@ -256,6 +256,12 @@ impl Lowerer<'_> {
         let out = match self.link.kind {
             LinkKind::LinuxSll => self.cmp(Rel::LinkHdr, 0, Size::Half, LINUX_SLL_OUTGOING),
             LinkKind::LinuxSll2 => self.cmp(Rel::LinkHdr, 10, Size::Byte, LINUX_SLL_OUTGOING),
+            _ if self.savefile() => {
+                return self.err(format!(
+                    "inbound/outbound not supported on {} when reading savefiles",
+                    self.opts.linktype
+                ))
+            }
             _ => return self.unsupported("'inbound'/'outbound' on this link type"),
         };
         Ok(if outbound { out } else { out.not() })
@@ -265,6 +271,10 @@ impl Lowerer<'_> {
     pub(crate) fn ifindex(&mut self, n: u32) -> Result<Pred> {
         match self.link.kind {
             LinkKind::LinuxSll2 => Ok(self.cmp(Rel::LinkHdr, 4, Size::Word, n)),
+            _ if self.savefile() => self.err(format!(
+                "ifindex not supported on {} when reading savefiles",
+                self.opts.linktype
+            )),
             _ => self.unsupported("'ifindex' on this link type"),
         }
     }

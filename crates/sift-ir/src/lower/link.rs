@@ -23,10 +23,16 @@ pub(crate) const ETHERMTU: u32 = 1500;
 const LINUX_SLL_P_802_3: u32 = 0x0001;
 const LINUX_SLL_P_802_2: u32 = 0x0004;
 
-/// Address families as DLT_NULL/DLT_LOOP headers hold them (Linux values,
-/// as the reference libpcap was built on Linux).
+/// Address families as DLT_NULL/DLT_LOOP headers hold them: `AF_INET` is
+/// 2 everywhere; `AF_INET6` is this platform's value (Linux: 10, as the
+/// reference libpcap was built on Linux) for live captures, and any of the
+/// BSD values in savefiles (NetBSD/OpenBSD/BSD/OS/Npcap 24, FreeBSD 28,
+/// Darwin 30).
 const AF_INET: u32 = 2;
 const AF_INET6: u32 = 10;
+const BSD_AFNUM_INET6_BSD: u32 = 24;
+const BSD_AFNUM_INET6_FREEBSD: u32 = 28;
+const BSD_AFNUM_INET6_DARWIN: u32 = 30;
 
 /// The link-layer header types sift lowers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +283,10 @@ impl Lowerer<'_> {
             }
             LinkKind::Null | LinkKind::Loop => match ll_proto {
                 ethertype::IP => self.loopback_linktype(AF_INET),
+                ethertype::IPV6 if self.savefile() => self
+                    .loopback_linktype(BSD_AFNUM_INET6_DARWIN)
+                    .or(self.loopback_linktype(BSD_AFNUM_INET6_BSD))
+                    .or(self.loopback_linktype(BSD_AFNUM_INET6_FREEBSD)),
                 ethertype::IPV6 => self.loopback_linktype(AF_INET6),
                 _ => Pred::False,
             },
@@ -287,7 +297,8 @@ impl Lowerer<'_> {
     /// byte order of the capturing machine) or DLT_LOOP (network order).
     fn loopback_linktype(&self, af: u32) -> Pred {
         let v = if self.link.kind == LinkKind::Null {
-            let af = if self.opts.swapped { af.swap_bytes() } else { af };
+            let swap = self.opts.swapped;
+            let af = if swap { af.swap_bytes() } else { af };
             // htonl(): what a big-endian load of the host-order word gives.
             af.to_be()
         } else {

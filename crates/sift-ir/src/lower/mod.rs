@@ -52,17 +52,24 @@ pub struct LowerOptions {
     /// `Some(0xffffffff)` is that same sentinel value and means unknown too).
     /// `tcpdump -d` without an interface uses `Some(0)`.
     pub netmask: Option<u32>,
-    /// The packets come from a savefile written on a host whose byte order
-    /// is the opposite of this one's. DLT_NULL stores its address family in
-    /// the writer's byte order; libpcap byte-swaps the value it compares
-    /// with in that case, and so does sift. Default `false` (same order, or
-    /// a live capture).
+    /// The filter is for packets read from a savefile (`tcpdump -r`), not
+    /// for a live capture or a dead handle (`tcpdump -d`, the default).
+    /// libpcap then compiles a few primitives differently: on DLT_NULL and
+    /// DLT_LOOP, `ip6` accepts the three BSD values of `AF_INET6` (30, 24,
+    /// 28) instead of this platform's (10), and [`swapped`](Self::swapped)
+    /// applies.
+    pub savefile: bool,
+    /// The savefile was written on a host whose byte order is the opposite
+    /// of this one's (`pcap_is_swapped`; implies [`savefile`](Self::savefile)).
+    /// DLT_NULL stores its address family in the writer's byte order;
+    /// libpcap byte-swaps the value it compares with in that case, and so
+    /// does sift. Default `false`.
     pub swapped: bool,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { linktype: LinkType::EN10MB, netmask: None, swapped: false }
+        LowerOptions { linktype: LinkType::EN10MB, netmask: None, savefile: false, swapped: false }
     }
 }
 
@@ -206,6 +213,11 @@ impl<'a> Lowerer<'a> {
     /// An error at the current primitive.
     pub(crate) fn err<T>(&self, message: impl Into<String>) -> Result<T> {
         Err(Error::new(message, self.span))
+    }
+
+    /// Compiling for packets of a savefile (`swapped` implies it).
+    pub(crate) fn savefile(&self) -> bool {
+        self.opts.savefile || self.opts.swapped
     }
 
     /// The error for a feature sift does not implement yet.

@@ -23,7 +23,7 @@ fn id(proto: Option<ProtoQual>, dir: Option<DirQual>, addr: Option<AddrQual>, id
 }
 
 fn on(lt: LinkType, e: Expr) -> Result<Pred> {
-    lower(&filter(e), &LowerOptions { linktype: lt, netmask: Some(0), swapped: false })
+    lower(&filter(e), &LowerOptions { linktype: lt, netmask: Some(0), ..LowerOptions::default() })
 }
 
 fn en(e: Expr) -> Pred {
@@ -94,18 +94,39 @@ fn ip_on_each_link_type() {
 #[test]
 fn null_swapped_byte_order() {
     let ip6 = filter(prim(Primitive::ProtoAbbrev(ProtoQual::Ip6)));
-    let mut o = LowerOptions { linktype: LinkType::NULL, ..LowerOptions::default() };
+    let mut o = LowerOptions { linktype: LinkType::NULL, savefile: true, ..LowerOptions::default() };
     let same = lower(&ip6, &o).unwrap();
     o.swapped = true;
     let swapped = lower(&ip6, &o).unwrap();
-    let le = 10u32.to_le_bytes();
-    let be = 10u32.to_be_bytes();
+    // Savefiles: the BSD values of AF_INET6 (here FreeBSD's).
+    let le = 28u32.to_le_bytes();
+    let be = 28u32.to_be_bytes();
     let host_order = if cfg!(target_endian = "little") { le } else { be };
     let other_order = if cfg!(target_endian = "little") { be } else { le };
     assert!(matches(&same, pkt(&host_order)));
     assert!(!matches(&same, pkt(&other_order)));
     assert!(matches(&swapped, pkt(&other_order)));
     assert!(!matches(&swapped, pkt(&host_order)));
+}
+
+#[test]
+fn null_ipv6_live_and_savefile() {
+    let ip6 = filter(prim(Primitive::ProtoAbbrev(ProtoQual::Ip6)));
+    let live = LowerOptions { linktype: LinkType::NULL, ..LowerOptions::default() };
+    let file = LowerOptions { savefile: true, ..live };
+    let host = |af: u32| if cfg!(target_endian = "little") { af.to_le_bytes() } else { af.to_be_bytes() };
+    let p = lower(&ip6, &live).unwrap();
+    assert!(matches(&p, pkt(&host(10))));
+    assert!(!matches(&p, pkt(&host(24))));
+    let p = lower(&ip6, &file).unwrap();
+    assert!(!matches(&p, pkt(&host(10))));
+    for af in [24, 28, 30] {
+        assert!(matches(&p, pkt(&host(af))));
+    }
+    // LOOP: network order, never swapped.
+    let lo = LowerOptions { linktype: LinkType::LOOP, savefile: true, swapped: true, ..live };
+    let p = lower(&ip6, &lo).unwrap();
+    assert!(matches(&p, pkt(&30u32.to_be_bytes())));
 }
 
 #[test]
