@@ -280,7 +280,8 @@ pub enum Id {
     Mac8(u8),
     /// A DECnet address `AREA.NODE` (`decnet host 50.764`). libpcap reads a
     /// dotted id as a DECnet address instead of an IPv4 address when the
-    /// protocol qualifier in force is `decnet`; the parser does the same and
+    /// protocol qualifier in force is `decnet` (with `host`, `net` or no
+    /// address qualifier); the parser does the same and
     /// checks the ranges as libpcap master does (exactly two decimal parts,
     /// area at most 63, node at most 1023; `invalid DECnet address`).
     /// The 16-bit address libpcap compares is `area << 10 | node`.

@@ -595,7 +595,8 @@ impl Parser<'_> {
                     }
                     Some(Tok::Hid(text)) => {
                         addr_qual_check(qual, "IPv4 address", sp)?;
-                        if qual.proto == Some(ProtoQual::Decnet) {
+                        let host_or_net = matches!(qual.addr, None | Some(AddrQual::Host | AddrQual::Net));
+                        if qual.proto == Some(ProtoQual::Decnet) && host_or_net {
                             decnet_address(&text, sp)?
                         } else {
                             let (addr, parts) = ipv4_address(&text, sp)?;

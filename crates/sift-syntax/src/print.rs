@@ -1,7 +1,7 @@
 //! Printing expressions back as filter text.
 //!
-//! The output is fully parenthesized (every `and`/`or` gets its own
-//! parentheses, every arithmetic operation too) and spells out every
+//! The output is fully parenthesized (every group of `and`/`or` gets its
+//! own parentheses, every arithmetic operation too) and spells out every
 //! qualifier, including the ones a bare id inherited, so it reads
 //! unambiguously and parses back to the same tree (spans aside):
 //!
@@ -11,7 +11,11 @@
 //! ```
 //!
 //! `and`/`or` chains are printed without recursion, so filters of any
-//! length print; other nesting recurses once per level (the parser limits it).
+//! length print; other nesting recurses once per level (the parser limits
+//! it). Printing can add nesting (one level per change between `and` and
+//! `or` along a chain, one per arithmetic operator), so the round trip
+//! `parse(print(tree))` holds as long as the printed text stays within
+//! [`crate::MAX_DEPTH`] levels, which only contrived filters exceed.
 
 use std::fmt::{self, Write};
 use std::net::Ipv6Addr;
@@ -30,6 +34,12 @@ impl fmt::Display for Filter {
 }
 
 impl fmt::Display for Expr {
+    /// Prints the expression with every `and`/`or` group parenthesized. A
+    /// run of the same operator is printed flat (`(a or b or c)`): `and`
+    /// and `or` associate to the left, so that reads back as the same
+    /// left-deep tree, and chains of any length print without nesting.
+    /// Where the operator changes, a new group opens:
+    /// `((a or b) and c)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Walk the left spine: e = ((first op1 r1) op2 r2) ...
         let mut rights: Vec<(&str, &Expr)> = Vec::new();
@@ -47,13 +57,22 @@ impl fmt::Display for Expr {
                 _ => break,
             }
         }
-        for _ in 0..rights.len() {
+        rights.reverse();
+        let groups = rights.windows(2).filter(|w| w[0].0 != w[1].0).count() + usize::from(!rights.is_empty());
+        for _ in 0..groups {
             f.write_char('(')?;
         }
         operand(first, f)?;
-        for (op, r) in rights.iter().rev() {
+        let mut prev: Option<&str> = None;
+        for (op, r) in &rights {
+            if prev.is_some_and(|p| p != *op) {
+                f.write_char(')')?;
+            }
             write!(f, " {op} ")?;
             operand(r, f)?;
+            prev = Some(op);
+        }
+        if !rights.is_empty() {
             f.write_char(')')?;
         }
         Ok(())
