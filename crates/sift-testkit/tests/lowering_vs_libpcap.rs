@@ -9,6 +9,9 @@
 //! two must agree on every packet of the shared captures (plus packets
 //! re-encapsulated from the Ethernet ones for the other link types) and on
 //! truncations of each (caplen below the wire length, which is kept).
+//! Link types where it matters are also compiled as for a savefile
+//! (`tcpdump -r EMPTY.pcap -O -ddd`, with `LowerOptions::savefile`), and
+//! DLT_NULL also as for a savefile of the other byte order (`swapped`).
 //!
 //! Outcomes are compared, not only verdicts: "accepted", "rejected" and
 //! "aborted" (an out-of-bounds load or a division by zero). An abort and a
@@ -165,6 +168,28 @@ const EXPRS: &[&str] = &[
     "not (arp or rarp) and not (ip or ip6)", "ip and (ip6 or arp)", "pim or vrrp or igmp",
 ];
 
+/// How libpcap compiles: for a dead handle (`tcpdump -d -y DLT`, sift's
+/// default options) or for a savefile (`tcpdump -r FILE -d`), written in
+/// this host's byte order or in the other one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Dead,
+    Savefile { swapped: bool },
+}
+
+/// One case: an expression, a link type, a compilation mode.
+#[derive(Clone, Copy)]
+struct Job {
+    expr: &'static str,
+    dlt: &'static str,
+    lt: LinkType,
+    mode: Mode,
+}
+
+/// Link types also compiled in savefile mode (where it changes something
+/// in scope: DLT_NULL/DLT_LOOP `ip6`, `inbound`/`ifindex` errors).
+const SAVEFILE_DLTS: &[&str] = &["EN10MB", "NULL", "LOOP"];
+
 /// A captured packet.
 #[derive(Clone, PartialEq, Eq, Hash)]
 struct Packet {
@@ -255,7 +280,8 @@ fn reencapsulate(p: &Packet, i: usize) -> Vec<(LinkType, Packet)> {
         if ethertype == 0x86dd && version == Some(6) {
             out.push((LinkType::IPV6, with(&[])));
         }
-        let af: u32 = if ethertype == 0x0800 { 2 } else { 10 };
+        // IPv6 with Linux's AF_INET6 and the BSD ones savefiles may hold.
+        let af: u32 = if ethertype == 0x0800 { 2 } else { [10, 24, 28, 30][i % 4] };
         out.push((LinkType::NULL, with(&af.to_ne_bytes())));
         out.push((LinkType::LOOP, with(&af.to_be_bytes())));
     }
@@ -308,11 +334,15 @@ fn truncations(len: usize) -> Vec<usize> {
 /// libpcap's unoptimized program for `expr`, ready to run, or its error
 /// message. `ret #0` becomes `ret #1` and any other `ret #k` becomes
 /// `ret #2`, so that the interpreter's 0 means "aborted".
-fn libpcap_program(dlt: &str, expr: &str) -> Result<Program, String> {
-    let out = Command::new("tcpdump")
-        .args(["-O", "-ddd", "-y", dlt, "--", expr])
-        .output()
-        .map_err(|e| format!("cannot run tcpdump: {e}"))?;
+fn libpcap_program(job: &Job) -> Result<Program, String> {
+    let mut cmd = Command::new("tcpdump");
+    cmd.arg("-O").arg("-ddd");
+    match job.mode {
+        Mode::Dead => cmd.args(["-y", job.dlt]),
+        Mode::Savefile { swapped } => cmd.arg("-r").arg(empty_savefile(job.lt, swapped)),
+    };
+    let out = cmd.args(["--", job.expr]).output().map_err(|e| format!("cannot run tcpdump: {e}"))?;
+    let expr = job.expr;
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
@@ -328,12 +358,48 @@ fn libpcap_program(dlt: &str, expr: &str) -> Result<Program, String> {
     Ok(Program::new(&prog).unwrap_or_else(|e| panic!("invalid program for {expr:?}: {e}")))
 }
 
+/// An empty pcap file of link type `lt` in this host's byte order or the
+/// other one, for `tcpdump -r` (created before the workers start, removed
+/// at the end).
+fn empty_savefile(lt: LinkType, swapped: bool) -> PathBuf {
+    let order = if swapped { "swapped" } else { "native" };
+    let path = std::env::temp_dir().join(format!(
+        "sift-lowering-{}-{}-{order}.pcap",
+        std::process::id(),
+        lt.0
+    ));
+    if !path.exists() {
+        let fields: [u32; 6] = [0xa1b2_c3d4, 0x0004_0002, 0, 0, 262_144, lt.to_linktype()];
+        let mut header = Vec::with_capacity(24);
+        for (i, f) in fields.iter().enumerate() {
+            // Word 1 is two 16-bit fields: major 2, minor 4.
+            if i == 1 {
+                for v in [2u16, 4u16] {
+                    let b = if swapped { v.swap_bytes() } else { v };
+                    header.extend_from_slice(&b.to_ne_bytes());
+                }
+                continue;
+            }
+            let f = if swapped { f.swap_bytes() } else { *f };
+            header.extend_from_slice(&f.to_ne_bytes());
+        }
+        std::fs::write(&path, &header).expect("write a temporary pcap");
+    }
+    path
+}
+
 #[test]
 fn lowering_matches_libpcap_on_real_and_truncated_packets() {
     let mut jobs = Vec::new();
-    for e in EXPRS {
-        for (name, lt) in DLTS {
-            jobs.push((*e, *name, *lt));
+    for expr in EXPRS {
+        for (dlt, lt) in DLTS {
+            jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Dead });
+            if SAVEFILE_DLTS.contains(dlt) {
+                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: false } });
+            }
+            if *dlt == "NULL" {
+                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: true } });
+            }
         }
     }
     run_campaign(&jobs, EXPRS.len());
@@ -357,17 +423,18 @@ fn lowering_matches_libpcap_on_testrun_expressions() {
         let mut f = line.split('\t');
         let (Some(dlt), Some(expr)) = (f.next(), f.next()) else { continue };
         let Some((name, lt)) = DLTS.iter().find(|d| d.0 == dlt) else { continue };
+        let name: &'static str = name;
         if expr.starts_with('_') || !seen.insert((dlt.to_string(), expr.to_string())) {
             continue;
         }
         let leaked: &'static str = Box::leak(expr.to_string().into_boxed_str());
-        jobs.push((leaked, *name, *lt));
+        jobs.push(Job { expr: leaked, dlt: name, lt: *lt, mode: Mode::Dead });
     }
     let n = jobs.len();
     run_campaign(&jobs, n);
 }
 
-fn run_campaign(jobs: &[(&'static str, &'static str, LinkType)], nexprs: usize) {
+fn run_campaign(jobs: &[Job], nexprs: usize) {
     if Command::new("tcpdump").arg("--version").output().is_err() {
         eprintln!("tcpdump not found: skipping the libpcap comparison");
         return;
@@ -382,7 +449,31 @@ fn run_campaign(jobs: &[(&'static str, &'static str, LinkType)], nexprs: usize) 
         let n = packets.get(lt).map_or(0, Vec::len);
         assert!(n > 0, "no {name} packets");
     }
+    // DLT_NULL packets as a host of the other byte order writes them.
+    let mut swapped_packets: BTreeMap<LinkType, Vec<Packet>> = BTreeMap::new();
+    let null: Vec<Packet> = packets.get(&LinkType::NULL).cloned().unwrap_or_default();
+    swapped_packets.insert(
+        LinkType::NULL,
+        null.into_iter()
+            .map(|mut p| {
+                if let Some(af) = p.data.get_mut(..4) {
+                    af.reverse();
+                }
+                p
+            })
+            .collect(),
+    );
 
+    // Create the savefiles tcpdump reads before the workers start.
+    let mut savefiles = Vec::new();
+    for j in jobs {
+        if let Mode::Savefile { swapped } = j.mode {
+            let f = empty_savefile(j.lt, swapped);
+            if !savefiles.contains(&f) {
+                savefiles.push(f);
+            }
+        }
+    }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<Outcome> = std::thread::scope(|s| {
@@ -392,9 +483,15 @@ fn run_campaign(jobs: &[(&'static str, &'static str, LinkType)], nexprs: usize) 
                     let mut out = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((e, name, lt)) = jobs.get(i) else { break };
-                        let pk = packets.get(lt).map(Vec::as_slice).unwrap_or(&[]);
-                        out.push(compare(e, name, *lt, pk));
+                        let Some(job) = jobs.get(i) else { break };
+                        let pk = match job.mode {
+                            Mode::Savefile { swapped: true } => swapped_packets
+                                .get(&job.lt)
+                                .map(Vec::as_slice)
+                                .unwrap_or(&[]),
+                            _ => packets.get(&job.lt).map(Vec::as_slice).unwrap_or(&[]),
+                        };
+                        out.push(compare(job, pk));
                     }
                     out
                 })
@@ -403,6 +500,9 @@ fn run_campaign(jobs: &[(&'static str, &'static str, LinkType)], nexprs: usize) 
         handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
     });
 
+    for f in savefiles {
+        let _ = std::fs::remove_file(f);
+    }
     let verbose = std::env::var_os("LOWER_VERBOSE").is_some();
     let mut comparisons = 0u64;
     let mut disagreements = Vec::new();
@@ -454,7 +554,7 @@ fn run_campaign(jobs: &[(&'static str, &'static str, LinkType)], nexprs: usize) 
 /// The result of one expression on one link type.
 struct Outcome {
     expr: &'static str,
-    dlt: &'static str,
+    dlt: String,
     comparisons: u64,
     kind: Kind,
 }
@@ -481,9 +581,15 @@ fn outcome(o: Option<bool>) -> &'static str {
     }
 }
 
-fn compare(expr: &'static str, dlt: &'static str, lt: LinkType, packets: &[Packet]) -> Outcome {
-    let mk = |comparisons, kind| Outcome { expr, dlt, comparisons, kind };
-    let theirs = libpcap_program(dlt, expr);
+fn compare(job: &Job, packets: &[Packet]) -> Outcome {
+    let dlt = match job.mode {
+        Mode::Dead => job.dlt.to_string(),
+        Mode::Savefile { swapped: false } => format!("{} savefile", job.dlt),
+        Mode::Savefile { swapped: true } => format!("{} swapped savefile", job.dlt),
+    };
+    let (expr, lt) = (job.expr, job.lt);
+    let mk = |comparisons, kind| Outcome { expr, dlt: dlt.clone(), comparisons, kind };
+    let theirs = libpcap_program(job);
     let parsed = sift_syntax::parse(expr);
     if let (Ok(_), Err(e)) = (&theirs, &parsed) {
         if e.message.starts_with("invalid DECnet address") {
@@ -493,8 +599,12 @@ fn compare(expr: &'static str, dlt: &'static str, lt: LinkType, packets: &[Packe
     let ours: Result<Pred, String> = parsed
         .map_err(|e| format!("parse: {}", e.message))
         .and_then(|f| {
-            // tcpdump -d compiles with netmask 0.
-            let opts = LowerOptions { linktype: lt, netmask: Some(0), ..LowerOptions::default() };
+            // tcpdump compiles with netmask 0 when not capturing.
+            let (savefile, swapped) = match job.mode {
+                Mode::Dead => (false, false),
+                Mode::Savefile { swapped } => (true, swapped),
+            };
+            let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped };
             lower(&f, &opts).map_err(|e| e.message)
         });
     let (prog, pred) = match (theirs, ours) {
