@@ -166,6 +166,13 @@ const EXPRS: &[&str] = &[
     "src host runsc", "portrange domain-http", "proto \\sctp", "ip6 proto \\udp",
     "ether proto \\ip and tcp", "not ip6 multicast", "ip6 and tcp[13] & 2 != 0",
     "not (arp or rarp) and not (ip or ip6)", "ip and (ip6 or arp)", "pim or vrrp or igmp",
+    // Offsets that do not fit in 32 bits.
+    "tcp[0xffffffff] = 0", "ip[0xfffffff2:2] = 0", "ether[0xffffffff] = 0",
+    "ether[len + 0xfffffff0] = 0", "icmp6[0xffffffd0:4] = 0",
+    // Qualifier inheritance.
+    "host 127.0.0.1 or 10.0.0.1", "tcp port 80 or 443 or domain",
+    "ether host 1:2:3:4:5:6 or 6:5:4:3:2:1", "net 10 or 192.168", "ip proto 6 or 17",
+    "src net loopback", "ip6 src net fe80::/10 and tcp", "dst port 53 and not 54",
 ];
 
 /// How libpcap compiles: for a dead handle (`tcpdump -d -y DLT`, sift's
