@@ -265,6 +265,10 @@ pub struct Report {
     pub interp_compared: usize,
     /// Verdicts of the kernel compared with libpcap.
     pub kernel_compared: usize,
+    /// Expressions whose programs (sift's and libpcap's alike) the kernel
+    /// refuses, so its column is skipped (typically programs too large for
+    /// the socket option memory limit).
+    pub kernel_skipped: usize,
     /// Number of disagreements by kind (all of them).
     pub by_kind: BTreeMap<Kind, usize>,
     /// Detailed disagreements (at most `max_details`).
@@ -308,6 +312,7 @@ impl Report {
         self.eval_compared += other.eval_compared;
         self.interp_compared += other.interp_compared;
         self.kernel_compared += other.kernel_compared;
+        self.kernel_skipped += other.kernel_skipped;
         for (k, v) in other.by_kind {
             *self.by_kind.entry(k).or_default() += v;
         }
@@ -423,6 +428,13 @@ impl fmt::Display for Report {
             self.interp_compared,
             self.kernel_compared
         )?;
+        if self.kernel_skipped > 0 {
+            writeln!(
+                f,
+                "kernel skipped for {} expressions: it refuses libpcap's program as well as sift's",
+                self.kernel_skipped
+            )?;
+        }
         for (reason, n) in &self.exempted {
             writeln!(f, "exempted {n}: {reason}")?;
         }
@@ -639,7 +651,20 @@ fn one_expression(
                 match attached {
                     Ok(()) => kernel_ok = true,
                     Err(e) if kernel::is_rejected(&e) => {
-                        report.record(dis(Kind::KernelRefused, None, Some(e.to_string()), None), c.max_details)
+                        // Not sift's fault if the kernel cannot take libpcap's
+                        // own program either (e.g. beyond net.core.optmem_max).
+                        match KernelFilter::new(lib_prog.insns()) {
+                            Err(le) if kernel::is_rejected(&le) => report.kernel_skipped += 1,
+                            _ => {
+                                let mut d = dis(Kind::KernelRefused, None, Some(e.to_string()), None);
+                                d.note = Some(format!(
+                                    "the kernel accepts libpcap's {}-instruction program; sift's has {}",
+                                    lib_prog.insns().len(),
+                                    prog.len()
+                                ));
+                                report.record(d, c.max_details);
+                            }
+                        }
                     }
                     Err(e) => report.record(dis(Kind::KernelError, None, Some(e.to_string()), None), c.max_details),
                 }
@@ -799,6 +824,9 @@ pub struct OracleReport {
     pub programs: usize,
     /// Programs the kernel's checker refused.
     pub kernel_refused: usize,
+    /// The length of the shortest refused program (refusals of long
+    /// programs come from the socket option memory limit).
+    pub refused_min_len: Option<usize>,
     /// Sample of refused expressions.
     pub refused_samples: Vec<String>,
     /// Packet verdicts compared.
@@ -867,8 +895,9 @@ pub fn oracle_check(seed: u64, n_exprs: usize, packets_per_expr: usize) -> Oracl
         };
         if attached.is_err() {
             r.kernel_refused += 1;
+            r.refused_min_len = Some(r.refused_min_len.map_or(prog.len(), |m| m.min(prog.len())));
             if r.refused_samples.len() < 10 {
-                r.refused_samples.push(format!("{lt}: {expr}"));
+                r.refused_samples.push(format!("{lt} ({} instructions): {expr}", prog.len()));
             }
             continue;
         }

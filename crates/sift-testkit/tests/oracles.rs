@@ -35,7 +35,9 @@ fn kernel_agrees_with_libpcap_on_libpcap_programs() {
     let r = diff::oracle_check(4242, 2_000, 100);
     print!("{r}");
     assert!(r.programs > 1_800);
-    assert_eq!(r.kernel_refused, 0);
+    // The kernel refuses nothing but very long programs (beyond the socket
+    // option memory limit, net.core.optmem_max).
+    assert!(r.refused_min_len.is_none_or(|n| n > 1000), "{r}");
     assert!(r.compared > 150_000);
     // Random filters match random packets often enough to test both paths.
     assert!(r.accepted * 10 >= r.compared, "only {} of {} verdicts true", r.accepted, r.compared);
