@@ -515,7 +515,17 @@ pub fn run(c: &Campaign, engines: &dyn Engines) -> Report {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    // A worker died outside the per-expression guard: count it.
+                    let mut lost = Report::default();
+                    lost.by_kind.insert(Kind::Panic, 1);
+                    vec![(usize::MAX, lost)]
+                })
+            })
+            .collect()
     });
     parts.sort_by_key(|p| p.0);
     for (_, p) in parts {

@@ -66,6 +66,9 @@ pub fn random_packet_with(rng: &mut Rng, lt: LinkType, opts: &PacketOptions) -> 
     } else if rng.chance(0.02) {
         // A wire length far beyond the capture (snaplen-limited jumbo).
         wire = wire.saturating_add(rng.range(1, 70_000) as u32);
+    } else if rng.chance(0.01) {
+        // Extreme wire lengths (`len` arithmetic wraps).
+        wire = *rng.pick(&[0, u32::MAX, 0x8000_0000, 0x7fff_ffff]);
     }
     (data, wire)
 }
