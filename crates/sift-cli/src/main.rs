@@ -182,6 +182,7 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
                 linktype: LinkType::from_linktype(c.linktype()),
                 snaplen: c.snaplen(),
                 netmask: Some(0),
+                savefile: true,
                 swapped: c.swapped(),
             },
             None => {
@@ -223,6 +224,7 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
         linktype: LinkType::from_linktype(file_linktype),
         snaplen: capture.snaplen(),
         netmask: Some(0),
+        savefile: true,
         swapped: capture.swapped(),
     };
     filters.insert(file_linktype, build_filter(a, expr, &file_opts, engine)?);

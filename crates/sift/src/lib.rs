@@ -40,14 +40,24 @@ pub struct CompileOptions {
     pub snaplen: u32,
     /// IPv4 netmask for `ip broadcast`; `None` is libpcap's PCAP_NETMASK_UNKNOWN.
     pub netmask: Option<u32>,
-    /// The packets come from a savefile written on a machine of the other
-    /// byte order (matters for DLT_NULL's host-order address family).
+    /// The packets come from a savefile (`-r`) rather than a live capture:
+    /// libpcap then accepts every BSD AF_INET6 value on DLT_NULL/LOOP and
+    /// refuses live-only primitives (`inbound` on most link types).
+    pub savefile: bool,
+    /// The savefile was written on a machine of the other byte order
+    /// (matters for DLT_NULL's host-order address family); implies `savefile`.
     pub swapped: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { linktype: LinkType::EN10MB, snaplen: DEFAULT_SNAPLEN, netmask: None, swapped: false }
+        CompileOptions {
+            linktype: LinkType::EN10MB,
+            snaplen: DEFAULT_SNAPLEN,
+            netmask: None,
+            savefile: false,
+            swapped: false,
+        }
     }
 }
 
@@ -111,8 +121,8 @@ pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), E
     let lopts = sift_ir::LowerOptions {
         linktype: opts.linktype,
         netmask: opts.netmask,
+        savefile: opts.savefile,
         swapped: opts.swapped,
-        ..Default::default()
     };
     let pred = sift_ir::lower(&ast, &lopts).map_err(wrap)?;
     Ok((ast, pred))
