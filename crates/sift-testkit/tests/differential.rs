@@ -8,7 +8,7 @@
 use sift_testkit::diff;
 
 const SEED: u64 = 0x5157_2024;
-const EXPRESSIONS: usize = 5_000;
+const EXPRESSIONS: usize = 5_600;
 const PACKETS: usize = 200;
 
 #[test]
@@ -16,6 +16,8 @@ fn differential() {
     let report = diff::run_campaign(SEED, EXPRESSIONS, PACKETS, true);
     // The report ends with the summary line.
     print!("{report}");
-    assert!(report.generated == EXPRESSIONS);
+    assert_eq!(report.generated, EXPRESSIONS);
+    // About 90% of the expressions compile, each run on PACKETS packets.
+    assert!(report.packets >= 1_000_000, "only {} packet verdicts", report.packets);
     assert_eq!(report.total_disagreements(), 0, "{}", report.summary());
 }
