@@ -190,6 +190,7 @@ impl Parser<'_> {
     }
 
     /// A syntax error at the current token.
+    #[inline(never)]
     fn unexpected(&self, expected: &str) -> Error {
         let sp = self.here();
         if let Some((end, name)) = self.bare_name_end {
@@ -251,17 +252,21 @@ impl Parser<'_> {
     /// Runs `f` one nesting level deeper.
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         if self.depth >= MAX_DEPTH {
-            let e = Error::new(
-                format!("expression nested too deeply (more than {MAX_DEPTH} levels)"),
-                self.here(),
-            );
-            self.fatal = Some(e.clone());
-            return Err(e);
+            return Err(self.too_deep());
         }
         self.depth += 1;
         let r = f(self);
         self.depth -= 1;
         r
+    }
+
+    /// The (fatal) error for nesting beyond [`MAX_DEPTH`].
+    #[cold]
+    #[inline(never)]
+    fn too_deep(&mut self) -> Error {
+        let e = Error::new(format!("expression nested too deeply (more than {MAX_DEPTH} levels)"), self.here());
+        self.fatal = Some(e.clone());
+        e
     }
 
     /// Tries `f`; on failure restores the position (the error is returned
@@ -287,11 +292,15 @@ impl Parser<'_> {
             let msg = if self.is_punct(Punct::RParen) { "" } else { "'and', 'or' or the end" };
             return Err(self.unexpected(msg));
         }
-        Ok(e)
+        Ok(*e)
     }
 
+    // The functions on the recursion paths pass boxed trees around so that
+    // their stack frames stay small: nesting is bounded by MAX_DEPTH, and
+    // every level costs a few frames.
+
     /// `expr`: a term followed by any number of `and`/`or` operands.
-    fn expr(&mut self, q_in: InForce) -> PResult<(Expr, InForce)> {
+    fn expr(&mut self, q_in: InForce) -> PResult<(Box<Expr>, InForce)> {
         let (mut lhs, mut q) = self.term(q_in)?;
         loop {
             let op = match self.peek_kw() {
@@ -301,7 +310,10 @@ impl Parser<'_> {
             };
             self.pos += 1;
             let (rhs, q2) = self.term_or_id(q)?;
-            lhs = combine(op, lhs, rhs);
+            lhs = Box::new(match op {
+                BoolOp::And => Expr::And(lhs, rhs),
+                BoolOp::Or => Expr::Or(lhs, rhs),
+            });
             q = q2;
         }
         Ok((lhs, q))
@@ -313,12 +325,12 @@ impl Parser<'_> {
     }
 
     /// The operand after `and`/`or`: a term, or an id inheriting `q`.
-    fn term_or_id(&mut self, q: InForce) -> PResult<(Expr, InForce)> {
+    #[inline(never)]
+    fn term_or_id(&mut self, q: InForce) -> PResult<(Box<Expr>, InForce)> {
         match self.peek() {
             Some(Tok::Id(_) | Tok::Hid(_) | Tok::Hid6(..) | Tok::Eid(_) | Tok::Aid(_)) => {
                 let raw = self.id()?;
-                let e = self.build_id(&raw, q, None)?;
-                Ok((e, q))
+                Ok((self.build_boxed(&raw, q)?, q))
             }
             Some(Tok::Num(_) | Tok::Punct(Punct::LParen) | Tok::Kw(Kw::Not)) => {
                 let id_try = self.attempt(|p| {
@@ -330,10 +342,7 @@ impl Parser<'_> {
                     }
                 })?;
                 let id_err = match id_try {
-                    Ok(raw) => {
-                        let e = self.build_id(&raw, q, None)?;
-                        return Ok((e, q));
-                    }
+                    Ok(raw) => return Ok((self.build_boxed(&raw, q)?, q)),
                     Err(e) => e,
                 };
                 match self.attempt(|p| p.term(q))? {
@@ -346,63 +355,75 @@ impl Parser<'_> {
     }
 
     /// `term`.
-    fn term(&mut self, q_in: InForce) -> PResult<(Expr, InForce)> {
-        let Some(tok) = self.peek().cloned() else {
-            return Err(self.unexpected("a primitive"));
+    fn term(&mut self, q_in: InForce) -> PResult<(Box<Expr>, InForce)> {
+        enum Next {
+            Not,
+            Paren,
+            Relation,
+            Head,
+            Other,
+            Abbrev(ProtoQual),
+            Bad,
+        }
+        let next = match self.peek() {
+            Some(Tok::Kw(Kw::Not)) => Next::Not,
+            Some(Tok::Punct(Punct::LParen)) => Next::Paren,
+            Some(Tok::Num(_) | Tok::Kw(Kw::Len) | Tok::Punct(Punct::Minus)) => Next::Relation,
+            Some(Tok::Kw(k)) => match pname(*k) {
+                Some(proto) => match self.peek_at(1) {
+                    Some(Tok::Punct(Punct::LBracket)) => Next::Relation,
+                    Some(Tok::Kw(n)) if starts_head(*n) => Next::Head,
+                    Some(Tok::Kw(Kw::Broadcast | Kw::Multicast | Kw::Type | Kw::Subtype | Kw::Dir)) => Next::Other,
+                    _ => Next::Abbrev(proto),
+                },
+                None if starts_head(*k) => Next::Head,
+                None => Next::Other,
+            },
+            _ => Next::Bad,
         };
-        match tok {
-            Tok::Kw(Kw::Not) => {
+        match next {
+            Next::Not => {
                 let not_span = self.here();
                 self.pos += 1;
                 let (e, q) = self.nested(|p| p.term(q_in))?;
-                Ok((Expr::Not(Box::new(e), not_span), q))
+                Ok((Box::new(Expr::Not(e, not_span)), q))
             }
-            Tok::Punct(Punct::LParen) => {
+            Next::Paren => {
                 let rel_err = match self.attempt(|p| p.relation())? {
                     Ok(e) => return Ok((e, None)),
                     Err(e) => e,
                 };
-                match self.attempt(|p| {
-                    p.pos += 1;
-                    let (e, _) = p.nested(|p| p.expr(q_in))?;
-                    p.expect_punct(Punct::RParen, "')'")?;
-                    Ok(e)
-                })? {
+                match self.attempt(|p| p.paren_expr(q_in))? {
                     Ok(e) => Ok((e, q_in)),
                     Err(paren_err) => Err(furthest(rel_err, paren_err)),
                 }
             }
-            Tok::Num(_) | Tok::Kw(Kw::Len) | Tok::Punct(Punct::Minus) => Ok((self.relation()?, None)),
-            Tok::Kw(k) => {
-                if let Some(proto) = pname(k) {
-                    let next = self.peek_at(1).cloned();
-                    match next {
-                        Some(Tok::Punct(Punct::LBracket)) => Ok((self.relation()?, None)),
-                        Some(Tok::Kw(n)) if starts_head(n) => self.head_id(),
-                        Some(Tok::Kw(Kw::Broadcast | Kw::Multicast | Kw::Type | Kw::Subtype | Kw::Dir)) => {
-                            Ok((self.other()?, None))
-                        }
-                        _ => {
-                            let sp = self.here();
-                            self.pos += 1;
-                            Ok((Expr::Prim(Primitive::ProtoAbbrev(proto), sp), None))
-                        }
-                    }
-                } else if starts_head(k) {
-                    self.head_id()
-                } else {
-                    Ok((self.other()?, None))
-                }
+            Next::Relation => Ok((self.relation()?, None)),
+            Next::Head => self.head_id(),
+            Next::Other => Ok((self.other()?, None)),
+            Next::Abbrev(proto) => {
+                let sp = self.here();
+                self.pos += 1;
+                Ok((Box::new(Expr::Prim(Primitive::ProtoAbbrev(proto), sp)), None))
             }
-            _ => Err(self.unexpected("a primitive")),
+            Next::Bad => Err(self.unexpected("a primitive")),
         }
+    }
+
+    /// `( expr )`.
+    fn paren_expr(&mut self, q_in: InForce) -> PResult<Box<Expr>> {
+        self.pos += 1;
+        let (e, _) = self.nested(|p| p.expr(q_in))?;
+        self.expect_punct(Punct::RParen, "')'")?;
+        Ok(e)
     }
 
     // ----------------------------------------------------------------
     // Qualified identifiers.
 
     /// `head id`.
-    fn head_id(&mut self) -> PResult<(Expr, InForce)> {
+    #[inline(never)]
+    fn head_id(&mut self) -> PResult<(Box<Expr>, InForce)> {
         let start = self.here();
         let mut qual = Qual::default();
         if let Some(p) = self.peek_kw().and_then(pname) {
@@ -479,6 +500,7 @@ impl Parser<'_> {
     }
 
     /// A single-token `nid`, with the `/ NUM` and `mask HID` forms.
+    #[inline(never)]
     fn nid_leaf(&mut self) -> PResult<RawId> {
         let i = self.pos;
         match self.peek() {
@@ -538,6 +560,7 @@ impl Parser<'_> {
     }
 
     /// An `id` starting with `(`: a parenthesized `pnum` or `( pid )`.
+    #[inline(never)]
     fn id_paren(&mut self) -> PResult<RawId> {
         let open = self.here();
         self.pos += 1;
@@ -576,9 +599,40 @@ impl Parser<'_> {
         Ok(RawId::List(Box::new(first), rest))
     }
 
+    /// [`Self::build_id`] for a bare id.
+    fn build_boxed(&mut self, raw: &RawId, q: InForce) -> PResult<Box<Expr>> {
+        self.build_id(raw, q, None)
+    }
+
     /// Applies the qualifier in force to a parsed id: checks and value
     /// conversions (libpcap's `nid` actions), building the primitives.
-    fn build_id(&mut self, raw: &RawId, q: InForce, head: Option<Span>) -> PResult<Expr> {
+    #[inline(never)]
+    fn build_id(&mut self, raw: &RawId, q: InForce, head: Option<Span>) -> PResult<Box<Expr>> {
+        match raw {
+            RawId::Leaf(_) | RawId::ParenNum(..) | RawId::Prefix(..) | RawId::Mask(..) => {
+                Ok(Box::new(self.build_leaf(raw, q, head)?))
+            }
+            RawId::Not(inner, sp) => {
+                let e = self.build_id(inner, q, None)?;
+                Ok(Box::new(Expr::Not(e, *sp)))
+            }
+            RawId::List(first, rest) => {
+                let mut acc = self.build_id(first, q, None)?;
+                for (op, r) in rest {
+                    let e = self.build_id(r, q, None)?;
+                    acc = Box::new(match op {
+                        BoolOp::And => Expr::And(acc, e),
+                        BoolOp::Or => Expr::Or(acc, e),
+                    });
+                }
+                Ok(acc)
+            }
+        }
+    }
+
+    /// One address, name or number of an id, with its checks.
+    #[inline(never)]
+    fn build_leaf(&mut self, raw: &RawId, q: InForce, head: Option<Span>) -> PResult<Expr> {
         let with_head = |sp: Span| head.map_or(sp, |h| h.to(sp));
         match raw {
             RawId::Leaf(i) => {
@@ -650,18 +704,7 @@ impl Parser<'_> {
                 let (mask, _) = ipv4_address(&text_of(self, *m), self.span_of(*m))?;
                 Ok(Expr::Prim(Primitive::Id { qual, id: Id::Ipv4Mask { addr, mask } }, with_head(sp)))
             }
-            RawId::Not(inner, sp) => {
-                let e = self.build_id(inner, q, None)?;
-                Ok(Expr::Not(Box::new(e), *sp))
-            }
-            RawId::List(first, rest) => {
-                let mut acc = self.build_id(first, q, None)?;
-                for (op, r) in rest {
-                    let e = self.build_id(r, q, None)?;
-                    acc = combine(*op, acc, e);
-                }
-                Ok(acc)
-            }
+            RawId::Not(..) | RawId::List(..) => Ok(*self.build_id(raw, q, head)?),
         }
     }
 
@@ -683,7 +726,8 @@ impl Parser<'_> {
     // Arithmetic.
 
     /// `arith relop arith`.
-    fn relation(&mut self) -> PResult<Expr> {
+    #[inline(never)]
+    fn relation(&mut self) -> PResult<Box<Expr>> {
         let (lhs, _) = self.arith()?;
         let op = match self.peek_punct() {
             Some(Punct::Gt) => RelOp::Gt,
@@ -697,15 +741,15 @@ impl Parser<'_> {
         self.pos += 1;
         let (rhs, _) = self.arith()?;
         let sp = arith_span(&lhs).to(arith_span(&rhs));
-        Ok(Expr::Prim(Primitive::Relation { op, lhs, rhs }, sp))
+        Ok(Box::new(Expr::Prim(Primitive::Relation { op, lhs: *lhs, rhs: *rhs }, sp)))
     }
 
     /// An arithmetic expression, with its tree depth.
-    fn arith(&mut self) -> PResult<(Arith, u32)> {
+    fn arith(&mut self) -> PResult<(Box<Arith>, u32)> {
         self.arith_prec(1)
     }
 
-    fn arith_prec(&mut self, min: u8) -> PResult<(Arith, u32)> {
+    fn arith_prec(&mut self, min: u8) -> PResult<(Box<Arith>, u32)> {
         let mut lhs = self.arith_operand()?;
         loop {
             let (op, prec) = match self.peek_punct() {
@@ -731,14 +775,14 @@ impl Parser<'_> {
 
     /// A unary-minus chain or a primary, with any `%`/`^` that follows it
     /// (those take everything to their right as their right operand).
-    fn arith_operand(&mut self) -> PResult<(Arith, u32)> {
+    fn arith_operand(&mut self) -> PResult<(Box<Arith>, u32)> {
         self.nested(|p| {
             if p.is_punct(Punct::Minus) {
                 let sp = p.here();
                 p.pos += 1;
                 let (inner, d) = p.arith_operand()?;
                 let sp = sp.to(arith_span(&inner));
-                return p.depth_checked(Arith::Neg(Box::new(inner), sp), d + 1);
+                return p.depth_checked(Arith::Neg(inner, sp), d + 1);
             }
             let mut x = p.arith_primary()?;
             loop {
@@ -755,7 +799,7 @@ impl Parser<'_> {
         })
     }
 
-    fn depth_checked(&mut self, a: Arith, d: u32) -> PResult<(Arith, u32)> {
+    fn depth_checked(&mut self, a: Arith, d: u32) -> PResult<(Box<Arith>, u32)> {
         if d > MAX_DEPTH {
             let e = Error::new(
                 format!("arithmetic expression nested too deeply (more than {MAX_DEPTH} levels)"),
@@ -764,11 +808,12 @@ impl Parser<'_> {
             self.fatal = Some(e.clone());
             return Err(e);
         }
-        Ok((a, d))
+        Ok((Box::new(a), d))
     }
 
     /// Builds `lhs op rhs`, with libpcap's checks on constant operands.
-    fn binary(&mut self, op: ArithOp, lhs: (Arith, u32), rhs: (Arith, u32)) -> PResult<(Arith, u32)> {
+    #[inline(never)]
+    fn binary(&mut self, op: ArithOp, lhs: (Box<Arith>, u32), rhs: (Box<Arith>, u32)) -> PResult<(Box<Arith>, u32)> {
         let (l, ld) = lhs;
         let (r, rd) = rhs;
         // libpcap 1.10.3 (`gen_arth`) looks at the first instruction of the
@@ -788,25 +833,37 @@ impl Parser<'_> {
         }
         let sp = arith_span(&l).to(arith_span(&r));
         let d = ld.max(rd) + 1;
-        self.depth_checked(Arith::Binary { op, lhs: Box::new(l), rhs: Box::new(r), span: sp }, d)
+        self.depth_checked(Arith::Binary { op, lhs: l, rhs: r, span: sp }, d)
+    }
+
+    #[inline(never)]
+    fn known_failure(&self, at: usize) -> Option<Error> {
+        self.arith_paren_failures.get(&at).cloned()
+    }
+
+    #[inline(never)]
+    fn remember_failure(&mut self, at: usize, e: &Error) {
+        if self.fatal.is_none() {
+            self.arith_paren_failures.insert(at, e.clone());
+        }
     }
 
     /// `NUM`, `len`, `pname [ arith [: size] ]` or `( arith )`.
-    fn arith_primary(&mut self) -> PResult<(Arith, u32)> {
+    fn arith_primary(&mut self) -> PResult<(Box<Arith>, u32)> {
         let start = self.here();
         match self.peek().cloned() {
             Some(Tok::Num(n)) => {
                 self.pos += 1;
-                Ok((Arith::Num(n, start), 0))
+                Ok((Box::new(Arith::Num(n, start)), 0))
             }
             Some(Tok::Kw(Kw::Len)) => {
                 self.pos += 1;
-                Ok((Arith::Len(start), 0))
+                Ok((Box::new(Arith::Len(start)), 0))
             }
             Some(Tok::Punct(Punct::LParen)) => {
                 let at = self.pos;
-                if let Some(e) = self.arith_paren_failures.get(&at) {
-                    return Err(e.clone());
+                if let Some(e) = self.known_failure(at) {
+                    return Err(e);
                 }
                 self.pos += 1;
                 let r = self.arith().and_then(|x| {
@@ -814,9 +871,7 @@ impl Parser<'_> {
                     Ok(x)
                 });
                 if let Err(e) = &r {
-                    if self.fatal.is_none() {
-                        self.arith_paren_failures.insert(at, e.clone());
-                    }
+                    self.remember_failure(at, e);
                 }
                 r
             }
@@ -837,7 +892,7 @@ impl Parser<'_> {
                 }
                 self.expect_punct(Punct::RBracket, "']'")?;
                 let sp = start.to(self.prev());
-                self.depth_checked(Arith::Load { proto, index: Box::new(index), size, span: sp }, d + 1)
+                self.depth_checked(Arith::Load { proto, index, size, span: sp }, d + 1)
             }
             _ => Err(self.unexpected("a number, 'len', 'proto[...]' or '('")),
         }
@@ -848,7 +903,8 @@ impl Parser<'_> {
 
     /// libpcap's `other` and the ATM/MTP forms; the current token is a
     /// keyword (possibly a protocol qualifier before `broadcast`, `type`...).
-    fn other(&mut self) -> PResult<Expr> {
+    #[inline(never)]
+    fn other(&mut self) -> PResult<Box<Expr>> {
         let start = self.here();
         let Some(k) = self.peek_kw() else {
             return Err(self.unexpected("a primitive"));
@@ -971,7 +1027,7 @@ impl Parser<'_> {
                 return Err(self.unexpected("a primitive"));
             }
         };
-        Ok(Expr::Prim(prim, start.to(self.prev())))
+        Ok(Box::new(Expr::Prim(prim, start.to(self.prev()))))
     }
 
     /// An optional `pnum` after `vlan`, `mpls`, `pppoes`, `geneve`, `vxlan`.
@@ -984,7 +1040,8 @@ impl Parser<'_> {
 
     /// The value part of `vpi`/`vci`/MTP3 field primitives: `N`,
     /// `relop N`, or `(N or N ...)` (expanded to an `or` of tests).
-    fn field_tests(&mut self, start: Span, mk: impl Fn(FieldTest) -> Primitive) -> PResult<Expr> {
+    #[inline(never)]
+    fn field_tests(&mut self, start: Span, mk: impl Fn(FieldTest) -> Primitive) -> PResult<Box<Expr>> {
         let op = match self.peek() {
             Some(Tok::Num(_)) => None,
             Some(Tok::Punct(Punct::LParen)) => {
@@ -998,7 +1055,7 @@ impl Parser<'_> {
                     acc = combine(BoolOp::Or, acc, e);
                 }
                 self.expect_punct(Punct::RParen, "')' or 'or'")?;
-                return Ok(acc);
+                return Ok(Box::new(acc));
             }
             Some(Tok::Punct(p)) => {
                 let op = match p {
@@ -1016,10 +1073,11 @@ impl Parser<'_> {
             _ => return Err(self.unexpected("a number, a comparison or '('")),
         };
         let (value, sp) = self.expect_num("a number")?;
-        Ok(Expr::Prim(mk(FieldTest { op: op.unwrap_or(RelOp::Eq), value }), start.to(sp)))
+        Ok(Box::new(Expr::Prim(mk(FieldTest { op: op.unwrap_or(RelOp::Eq), value }), start.to(sp))))
     }
 
     /// 802.11 `type T [subtype S]`, `subtype S`, `dir D` (keyword consumed).
+    #[inline(never)]
     fn wlan(&mut self, k: Kw) -> PResult<Wlan> {
         match k {
             Kw::Type => {
