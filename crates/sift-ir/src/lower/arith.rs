@@ -234,20 +234,28 @@ impl Lowerer<'_> {
         Pred::test(Value::Len, CmpOp::Ge, Value::Const(n))
     }
 
-    /// `byte IDX op VALUE`, relative to the link-layer header. In 1.10.3
-    /// the `&` and `|` forms never load the byte: they test whatever the
-    /// accumulator holds, which sift cannot express, except `| V` with a
-    /// nonzero `V`, which always holds.
+    /// `byte IDX op VALUE`, relative to the link-layer header, with libpcap
+    /// master's semantics (a deliberate difference from 1.10.3):
+    ///
+    /// - VALUE above 255 is an error ("byte argument 256 greater than
+    ///   maximum 255"), as in master;
+    /// - `&` and `|` load the byte, as master does since commit 82724cc7:
+    ///   `byte IDX & V` is `(byte & V) != 0` (the bits intersect) and
+    ///   `byte IDX | V` is `(byte | V) != 0`. 1.10.3 never loads the byte
+    ///   for these two and tests whatever its accumulator holds, which
+    ///   depends on its code layout (0 at the start of a program).
     pub(crate) fn byte(&mut self, index: u32, op: ByteOp, value: u32) -> Result<Pred> {
-        match op {
-            ByteOp::Eq => Ok(self.cmp(Rel::LinkHdr, index, Size::Byte, value)),
-            ByteOp::Lt => Ok(self.cmp_lt(Rel::LinkHdr, index, Size::Byte, value)),
-            ByteOp::Gt => Ok(self.cmp_gt(Rel::LinkHdr, index, Size::Byte, value)),
-            ByteOp::Or if value != 0 => Ok(Pred::True),
-            ByteOp::Or | ByteOp::And => {
-                self.unsupported("'byte' with '&' or '|' (libpcap 1.10.3 tests the accumulator, not the byte)")
-            }
-        }
+        self.assert_maxval("byte argument", value, 255)?;
+        let load = || self.link.load(Rel::LinkHdr, index, Size::Byte);
+        Ok(match op {
+            ByteOp::Eq => self.cmp(Rel::LinkHdr, index, Size::Byte, value),
+            ByteOp::Lt => self.cmp_lt(Rel::LinkHdr, index, Size::Byte, value),
+            ByteOp::Gt => self.cmp_gt(Rel::LinkHdr, index, Size::Byte, value),
+            // Master: `ldb [IDX]; and #V; jeq #0` with the branches swapped.
+            ByteOp::And => self.jset(Rel::LinkHdr, index, Size::Byte, value),
+            // Master: `ldb [IDX]; or #V; jeq #0` with the branches swapped.
+            ByteOp::Or => Pred::eq(load().bin(BinOp::Or, Value::Const(value)), 0).not(),
+        })
     }
 
     /// `inbound` / `outbound` on Linux cooked captures.

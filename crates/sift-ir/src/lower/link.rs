@@ -257,7 +257,22 @@ impl Lowerer<'_> {
 
     /// `gen_linktype`: is the packet of link-level protocol `ll_proto` (an
     /// EtherType if above 1500, else an LLC SAP)?
+    ///
+    /// As libpcap master, a value that does not fit the field it is
+    /// compared with is an error on the link types that have such a field
+    /// (1.10.3 compiles a test that never holds): above 65535 ("EtherType"),
+    /// and, on Ethernet and DLT_LINUX_SLL, an LLC SAP (at most 1500) above
+    /// 255 ("LLC DSAP"). Only `link proto N` can pass such values.
     pub(crate) fn gen_linktype(&self, ll_proto: u32) -> Result<Pred> {
+        match self.link.kind {
+            LinkKind::Ethernet | LinkKind::LinuxSll if ll_proto <= ETHERMTU => {
+                self.assert_maxval("LLC DSAP", ll_proto, 255)?
+            }
+            LinkKind::Ethernet | LinkKind::LinuxSll | LinkKind::LinuxSll2 => {
+                self.assert_maxval("EtherType", ll_proto, 65535)?
+            }
+            _ => {}
+        }
         Ok(match self.link.kind {
             LinkKind::Ethernet => self.ether_linktype(ll_proto),
             LinkKind::LinuxSll => self.linux_sll_linktype(ll_proto),

@@ -29,6 +29,27 @@
 //! - `port.rs`: `port` and `portrange`;
 //! - `proto.rs`: `proto`, `ether proto`, protocol abbreviations (`tcp`, `ip6`);
 //! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`.
+//!
+//! # Deliberate differences from 1.10.3
+//!
+//! sift follows libpcap master (the future 1.11) where master *rejects*
+//! something 1.10.3 accepts, or fixed a 1.10.3 code generation bug:
+//!
+//! - **value range checks** (master's `assert_maxval`): `proto N`,
+//!   `ip proto N`, `ip6 proto N` and `protochain N` need N ≤ 255 ("protocol
+//!   number 256 greater than maximum 255"); `byte IDX op N` needs N ≤ 255
+//!   ("byte argument ..."); `link proto N` (`ether proto N`) on Ethernet and
+//!   Linux cooked captures needs N ≤ 255 when N ≤ 1500 ("LLC DSAP ...") and
+//!   N ≤ 65535 otherwise ("EtherType ..."), and N ≤ 65535 on DLT_LINUX_SLL2;
+//!   `iso proto N` needs N ≤ 255 and `isis proto N` N ≤ 31 (both are
+//!   otherwise not supported yet). 1.10.3 compiles these into tests that
+//!   can never hold (or that compare a truncated value). The error's span
+//!   is the offending value;
+//! - **`byte IDX & V` and `byte IDX | V`** (libpcap commit 82724cc7, "Fix
+//!   the | and & operators of the byte primitive"): 1.10.3 never loads the
+//!   byte and tests whatever the accumulator holds; sift loads the byte as
+//!   master does, so `&` is "bits intersect" (`(byte & V) != 0`) and `|` is
+//!   `(byte | V) != 0`, and a packet too short for the byte is rejected.
 
 mod arith;
 mod host;
@@ -90,7 +111,7 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
             whole,
         ));
     };
-    let mut cx = Lowerer { opts, link, span: whole, depth: 0 };
+    let mut cx = Lowerer { opts, link, span: whole, source: &filter.source, depth: 0 };
     cx.expr(expr)
 }
 
@@ -109,6 +130,8 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) link: LinkLayer,
     /// Span of the primitive being lowered, for errors.
     pub(crate) span: Span,
+    /// The filter text (to point errors at a value inside a primitive).
+    source: &'a str,
     /// Current recursion depth.
     depth: usize,
 }
@@ -213,6 +236,37 @@ impl<'a> Lowerer<'a> {
     /// An error at the current primitive.
     pub(crate) fn err<T>(&self, message: impl Into<String>) -> Result<T> {
         Err(Error::new(message, self.span))
+    }
+
+    /// The span of the value a primitive ends with (the `256` of
+    /// `ip proto 256`, of `byte 1 = 256`, or of an inherited `... or 256`):
+    /// the trailing run of letters and digits of the primitive's text. The
+    /// primitive's span if there is none (or the span does not fit the
+    /// text).
+    pub(crate) fn value_span(&self) -> Span {
+        let Some(text) = self.source.get(self.span.range()) else {
+            return self.span;
+        };
+        let trimmed = text.trim_end();
+        let value_len = trimmed.bytes().rev().take_while(u8::is_ascii_alphanumeric).count();
+        if value_len == 0 {
+            return self.span;
+        }
+        // Both lengths fit: they are at most the span's length, a u32.
+        let end = self.span.start.saturating_add(trimmed.len() as u32);
+        Span::new(end.saturating_sub(value_len as u32), end)
+    }
+
+    /// libpcap master's `assert_maxval`: the error `NAME V greater than
+    /// maximum MAX` at the value's span if `v > max`.
+    pub(crate) fn assert_maxval(&self, name: &str, v: u32, max: u32) -> Result<()> {
+        if v > max {
+            return Err(Error::new(
+                format!("{name} {v} greater than maximum {max}"),
+                self.value_span(),
+            ));
+        }
+        Ok(())
     }
 
     /// Compiling for packets of a savefile (`swapped` implies it).
@@ -422,7 +476,11 @@ impl<'a> Lowerer<'a> {
             }
             Some(AddrQual::Gateway) => self.err("'gateway' requires a name"),
             Some(AddrQual::Proto) => self.gen_proto(v, q.proto, q.dir),
-            Some(AddrQual::Protochain) => self.unsupported("'protochain'"),
+            Some(AddrQual::Protochain) => {
+                // Master checks the value before generating anything.
+                self.assert_maxval("protocol number", v, 255)?;
+                self.unsupported("'protochain'")
+            }
         }
     }
 

@@ -3,6 +3,9 @@
 //! `arp`, `icmp`, `stp`...). Mirrors libpcap's `gen_proto`,
 //! `gen_proto_abbrev` and `lookup_proto`.
 //!
+//! As libpcap master (and unlike 1.10.3), protocol numbers above 255 are
+//! errors (see the module documentation of `lower`).
+//!
 //! 1.10.3 orders the two halves of a dual-stack abbreviation IPv4 first
 //! (`tcp` = `ip proto 6 or ip6 proto 6`), and `ip6 proto N` also accepts
 //! one Fragment header: `ip6[6] == N or (ip6[6] == 44 and ip6[40] == N)`.
@@ -36,10 +39,12 @@ impl Lowerer<'_> {
             }
             Some(ProtoQual::Link) => self.gen_linktype(v),
             Some(ProtoQual::Ip) => {
+                self.assert_maxval("protocol number", v, 255)?;
                 let lt = self.gen_linktype(ethertype::IP)?;
                 Ok(lt.and(self.cmp(Rel::LinkPl, 9, Size::Byte, v)))
             }
             Some(ProtoQual::Ip6) => {
+                self.assert_maxval("protocol number", v, 255)?;
                 let lt = self.gen_linktype(ethertype::IPV6)?;
                 let frag = self
                     .cmp(Rel::LinkPl, 6, Size::Byte, IPPROTO_FRAGMENT)
@@ -55,7 +60,14 @@ impl Lowerer<'_> {
             Some(ProtoQual::Sca) => self.err("SCA does not encapsulate another protocol"),
             Some(ProtoQual::Moprc) => self.err("MOPRC does not encapsulate another protocol"),
             Some(ProtoQual::Mopdl) => self.err("MOPDL does not encapsulate another protocol"),
-            Some(ProtoQual::Iso) | Some(ProtoQual::Isis) => self.unsupported("'iso proto' and 'isis proto' are"),
+            Some(ProtoQual::Iso) => {
+                self.assert_maxval("ISO protocol", v, 255)?;
+                self.unsupported("'iso proto' and 'isis proto' are")
+            }
+            Some(ProtoQual::Isis) => {
+                self.assert_maxval("IS-IS PDU type", v, 31)?;
+                self.unsupported("'iso proto' and 'isis proto' are")
+            }
             Some(ProtoQual::Clnp) => self.err("'clnp proto' is not supported"),
             Some(p) => self.err(format!("'{} proto' is bogus", proto_name(p))),
         }

@@ -324,3 +324,65 @@ fn less_greater() {
     assert!(!matches(&greater, PacketView { data: &data, wire_len: 99 }));
     assert_eq!(greater, Pred::test(Value::Len, CmpOp::Ge, Value::Const(100)));
 }
+
+fn byte(index: u32, op: sift_syntax::ast::ByteOp, value: u32) -> Expr {
+    prim(Primitive::Byte { index, op, value })
+}
+
+#[test]
+fn byte_and_or_load_the_byte_as_libpcap_master() {
+    use crate::pred::BinOp;
+    use sift_syntax::ast::ByteOp;
+    // `&`: bits intersect (jset on the loaded byte).
+    let and = en(byte(8, ByteOp::And, 5));
+    assert_eq!(and, Pred::test(Value::load(Size::Byte, 8), CmpOp::Set, Value::Const(5)));
+    // `|`: (byte | V) != 0, as master's `ldb; or #V; jeq #0` negated.
+    let or = en(byte(8, ByteOp::Or, 5));
+    assert_eq!(or, Pred::eq(Value::load(Size::Byte, 8).bin(BinOp::Or, Value::Const(5)), 0).not());
+    let mut p = [0u8; 9];
+    assert_eq!(eval_pred(&and, pkt(&p)), Ok(false));
+    assert_eq!(eval_pred(&or, pkt(&p)), Ok(true));
+    p[8] = 4;
+    assert_eq!(eval_pred(&and, pkt(&p)), Ok(true));
+    // The byte must be captured (1.10.3 never loaded it).
+    assert_eq!(eval_pred(&and, pkt(&p[..8])), Err(crate::eval::Abort));
+    assert_eq!(eval_pred(&or, pkt(&p[..8])), Err(crate::eval::Abort));
+    // Relative to the link-layer header (at 0 on every supported link type).
+    let sll = on(LinkType::LINUX_SLL, byte(3, ByteOp::Or, 0)).expect("lowers");
+    assert_eq!(sll, Pred::eq(Value::load(Size::Byte, 3).bin(BinOp::Or, Value::Const(0)), 0).not());
+}
+
+#[test]
+fn byte_value_range_is_checked_for_every_operator() {
+    use sift_syntax::ast::ByteOp;
+    for op in [ByteOp::Eq, ByteOp::Lt, ByteOp::Gt, ByteOp::And, ByteOp::Or] {
+        let e = on(LinkType::IPV4, byte(1, op, 256)).unwrap_err();
+        assert_eq!(e.message, "byte argument 256 greater than maximum 255");
+        assert!(on(LinkType::IPV4, byte(1, op, 255)).is_ok());
+    }
+}
+
+#[test]
+fn range_check_errors_point_at_the_value() {
+    let source = "tcp or ip proto 256";
+    let f = Filter {
+        source: source.into(),
+        expr: Some(Expr::Prim(
+            Primitive::Id { qual: Qual { proto: Some(ProtoQual::Ip), dir: None, addr: Some(AddrQual::Proto) }, id: Id::Num(256) },
+            Span::new(7, 19),
+        )),
+    };
+    let e = lower(&f, &LowerOptions::default()).unwrap_err();
+    assert_eq!(e.message, "protocol number 256 greater than maximum 255");
+    assert_eq!(e.span, Span::new(16, 19));
+    // A span that does not fit the text falls back to the primitive's span.
+    let mut bad = f.clone();
+    if let Some(Expr::Prim(_, s)) = &mut bad.expr {
+        *s = Span::new(7, 400);
+    }
+    assert_eq!(lower(&bad, &LowerOptions::default()).unwrap_err().span, Span::new(7, 400));
+    // A span over no value (hand-built ASTs) too.
+    let e = on(LinkType::EN10MB, id(Some(ProtoQual::Link), None, Some(AddrQual::Proto), Id::Num(70000))).unwrap_err();
+    assert_eq!(e.message, "EtherType 70000 greater than maximum 65535");
+    assert_eq!(e.span, Span::new(0, 1));
+}
