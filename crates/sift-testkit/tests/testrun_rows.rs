@@ -13,9 +13,18 @@
 //!   with master's on that packet) or because the row is optimized and
 //!   libpcap's optimizer changes the verdict (1.10.3's unoptimized program
 //!   agrees with sift).
+//!   Rows listed as `accept` in `testrun_known_differences.tsv` are the
+//!   exception: there sift deliberately follows master's semantics (a fix
+//!   of a 1.10.3 code generation bug), so sift is compared, with zero
+//!   tolerance, with master's program of each row instead of 1.10.3's, on
+//!   the same packets plus every short truncation of a few of them; 1.10.3
+//!   must differ from master on at least one packet (else the entry is
+//!   stale).
 //! * **reject** rows: sift must reject, also where 1.10.3 accepts and master
 //!   rejects (sift follows master there), unless the row is listed with a
-//!   reason in `testrun_known_differences.tsv`.
+//!   reason as `reject` in `testrun_known_differences.tsv`.
+//!
+//! A known difference that no row uses is a failure (stale entry).
 //! * **apply** rows: sift's per-packet verdicts on the capture must equal
 //!   the row's `results:` list (or 1.10.3's unoptimized verdicts where the
 //!   row is a master-only semantic fix).
@@ -42,6 +51,10 @@ const RANDOM_PACKETS: usize = 1500;
 const GUIDED_PACKETS: usize = 300;
 /// Failures printed in full per kind (all are counted).
 const MAX_PRINTED_FAILURES: usize = 40;
+/// For rows that follow master's semantics: every truncation below
+/// `TRUNCATED_MAX_LEN` bytes of the first `TRUNCATED_PACKETS` packets.
+const TRUNCATED_PACKETS: usize = 8;
+const TRUNCATED_MAX_LEN: usize = 64;
 
 // ---------------------------------------------------------------------------
 // Data
@@ -140,18 +153,42 @@ fn load_programs(file: &str, text_key: &str, error_key: &str) -> ProgramTable {
     out
 }
 
-/// Rows listed as known, justified differences (`dlt<TAB>expression<TAB>reason`).
-fn load_known_differences() -> HashMap<(String, String), String> {
+/// Which rows a known difference applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum KnownKind {
+    /// An accept row where sift follows master's semantics: compared with
+    /// master's program instead of 1.10.3's.
+    Accept,
+    /// A reject row that sift may compile.
+    Reject,
+}
+
+/// Known, justified differences by (DLT, expression): the reason.
+type KnownDifferences = HashMap<(String, String), String>;
+
+/// Rows listed as known, justified differences
+/// (`kind<TAB>dlt<TAB>expression<TAB>reason`, kind `accept` or `reject`;
+/// `#` starts a comment line).
+fn load_known_differences() -> BTreeMap<KnownKind, KnownDifferences> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testrun_known_differences.tsv");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let mut out = HashMap::new();
-    for line in text.lines().skip(1) {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    let header: Vec<&str> = lines.next().map(|h| h.split('\t').collect()).unwrap_or_default();
+    assert_eq!(header, ["kind", "dlt", "expression", "reason"], "unexpected header in {}", path.display());
+    let mut out: BTreeMap<KnownKind, KnownDifferences> = BTreeMap::new();
+    out.insert(KnownKind::Accept, HashMap::new());
+    out.insert(KnownKind::Reject, HashMap::new());
+    for line in lines {
         let f: Vec<&str> = line.split('\t').collect();
-        assert!(f.len() >= 3 && !f[2].trim().is_empty(), "known difference without a reason: {line}");
-        out.insert((f[0].to_string(), f[1].to_string()), f[2].to_string());
+        assert!(f.len() == 4 && !f[3].trim().is_empty(), "known difference without a reason: {line}");
+        let kind = match f[0] {
+            "accept" => KnownKind::Accept,
+            "reject" => KnownKind::Reject,
+            k => panic!("known difference of unknown kind '{k}': {line}"),
+        };
+        assert!(common::is_supported_dlt(f[1]), "known difference on an unsupported DLT: {line}");
+        let prev = out.entry(kind).or_default().insert((f[1].to_string(), f[2].to_string()), f[3].to_string());
+        assert!(prev.is_none(), "duplicate known difference: {line}");
     }
     out
 }
@@ -214,7 +251,18 @@ impl GroupPackets<'_> {
     fn origin(&self, k: usize) -> String {
         match self.base.origin.get(k) {
             Some(o) => o.clone(),
-            None => format!("guided #{}", k - self.base.packets.len()),
+            None => format!("guided/truncated #{}", k - self.base.packets.len()),
+        }
+    }
+
+    /// Adds every truncation of the first `count` packets of the base set
+    /// below `max_len` bytes (wire length kept): short packets, where
+    /// loading or not loading a byte makes the difference.
+    fn add_truncations(&mut self, count: usize, max_len: usize) {
+        for (d, w) in self.base.packets.iter().take(count) {
+            for n in 0..d.len().min(max_len) {
+                self.extra.push((d[..n].to_vec(), *w));
+            }
         }
     }
 
@@ -298,6 +346,9 @@ enum Outcome {
     ExplainedMaster(usize),
     /// Disagrees with master's optimized program where the optimizer changes verdicts.
     ExplainedOptimizer(usize),
+    /// A known difference: sift follows master's semantics, agrees with
+    /// master's program on every packet, and 1.10.3 differs on this many.
+    FollowsMaster(usize),
     Fail(String),
 }
 
@@ -316,6 +367,7 @@ struct AcceptStats {
     agree_master_only: usize,
     explained_master: usize,
     explained_optimizer: usize,
+    follows_master: usize,
     fail: usize,
 }
 
@@ -335,6 +387,7 @@ impl AcceptStats {
             Outcome::AgreeMasterOnly => self.agree_master_only += 1,
             Outcome::ExplainedMaster(_) => self.explained_master += 1,
             Outcome::ExplainedOptimizer(_) => self.explained_optimizer += 1,
+            Outcome::FollowsMaster(_) => self.follows_master += 1,
             Outcome::Fail(_) => self.fail += 1,
         }
     }
@@ -353,6 +406,7 @@ impl AcceptStats {
         self.agree_master_only += o.agree_master_only;
         self.explained_master += o.explained_master;
         self.explained_optimizer += o.explained_optimizer;
+        self.follows_master += o.follows_master;
         self.fail += o.fail;
     }
 
@@ -363,6 +417,7 @@ impl AcceptStats {
             + self.agree_master_only
             + self.explained_master
             + self.explained_optimizer
+            + self.follows_master
             + self.both_reject
     }
 }
@@ -372,6 +427,8 @@ struct Ctx<'a> {
     rows: &'a [Row],
     masters: &'a ProgramTable,
     v1_10_3: &'a ProgramTable,
+    /// Accept rows where sift follows master's semantics (by DLT, expression).
+    follows_master: &'a KnownDifferences,
     sets: &'a HashMap<String, PacketSet>,
     /// Coverage counters: packet views compared with 1.10.3, how many it
     /// accepted, and the same for the guided packets alone.
@@ -441,6 +498,10 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
             }
         }
     }
+    let follows_master = ctx.follows_master.contains_key(&(row.dlt.clone(), row.expr.clone()));
+    if follows_master {
+        set.add_truncations(TRUNCATED_PACKETS, TRUNCATED_MAX_LEN);
+    }
     let set = &set;
 
     let sift = match sift {
@@ -502,6 +563,14 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
     ctx.accepted.fetch_add(truth.iter().filter(|&&v| v != 0).count(), Ordering::Relaxed);
     ctx.guided_views.fetch_add(truth.len() - nbase, Ordering::Relaxed);
     ctx.guided_accepted.fetch_add(truth[nbase..].iter().filter(|&&v| v != 0).count(), Ordering::Relaxed);
+
+    // A known difference: master's semantics instead of 1.10.3's.
+    if follows_master {
+        for &i in &live {
+            out.push((i, follows_master_outcome(ctx, &ctx.rows[i], &sift_i, &sift_e, &truth, set), true));
+        }
+        return out;
+    }
 
     // (a) zero tolerance against 1.10.3 unoptimized.
     for (k, (d, w)) in set.iter().enumerate() {
@@ -631,6 +700,52 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
     out
 }
 
+/// An accept row listed as a known difference (sift follows master's
+/// semantics): sift's program and evaluator must give exactly the verdicts
+/// of master's program for the row on every packet, and 1.10.3's (`truth`)
+/// must differ on at least one, or the entry is not needed.
+fn follows_master_outcome(
+    ctx: &Ctx<'_>,
+    r: &Row,
+    sift_i: &[u32],
+    sift_e: &[bool],
+    truth: &[u32],
+    set: &GroupPackets<'_>,
+) -> Outcome {
+    let Some(Ok(master)) = ctx.masters.get(&r.label) else {
+        return Outcome::Fail("listed as following master's semantics, but master has no program for the row".into());
+    };
+    if r.expected.starts_with("bytecode:") && common::bytecode_hash(master) != r.expected {
+        return Outcome::Fail("master program text does not match the TSV's hash".into());
+    }
+    let mp = match reference_program(master) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Fail(format!("master program unreadable: {e}")),
+    };
+    let mv = run_libpcap(&mp, set);
+    if let Err(e) = check_interp_fidelity("master's program", &mp, &mv, set) {
+        return Outcome::Fail(e);
+    }
+    if let Some(k) = (0..mv.len()).find(|&k| sift_i[k] != mv[k] || sift_e[k] != (mv[k] != 0)) {
+        let (d, w) = set.get(k);
+        return Outcome::Fail(format!(
+            "sift != libpcap master (known difference: sift follows master): master {} | sift program {} | sift evaluator {} on {} (wire {w}, caplen {}, hex {})",
+            mv[k],
+            sift_i[k],
+            sift_e[k],
+            set.origin(k),
+            d.len(),
+            common::hex(d, 128)
+        ));
+    }
+    match (0..mv.len()).filter(|&k| (mv[k] != 0) != (truth[k] != 0)).count() {
+        0 => Outcome::Fail(
+            "listed as a known difference, but libpcap 1.10.3 agrees with master on every packet: remove the entry".into(),
+        ),
+        n => Outcome::FollowsMaster(n),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Reject rows
 
@@ -689,6 +804,8 @@ fn testrun_rows() {
     let masters = load_programs("testrun-master-bytecode.jsonl", "expected_bytecode", "expected_error");
     let v1_10_3 = load_programs("testrun-libpcap-1.10.3.jsonl", "bytecode", "error");
     let known = load_known_differences();
+    let known_accept = &known[&KnownKind::Accept];
+    let known_reject = &known[&KnownKind::Reject];
     let captures = common::all_captures();
     let sets = packet_sets(&captures);
     println!("libpcap oracle: {}", libpcap::version());
@@ -721,6 +838,7 @@ fn testrun_rows() {
         rows,
         masters: &masters,
         v1_10_3: &v1_10_3,
+        follows_master: known_accept,
         sets: &sets,
         views: AtomicUsize::new(0),
         accepted: AtomicUsize::new(0),
@@ -748,12 +866,18 @@ fn testrun_rows() {
     let mut failures = Vec::new();
     let mut explained_master: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut explained_opt: Vec<String> = Vec::new();
+    let mut follows_master: Vec<String> = Vec::new();
+    // Known differences used by some row, to find stale entries.
+    let mut known_seen: std::collections::HashSet<(KnownKind, String, String)> = std::collections::HashSet::new();
     let mut both_reject: Vec<String> = Vec::new();
     let mut master_only: Vec<String> = Vec::new();
     let mut missing_master: Vec<String> = Vec::new();
     for (i, o, compiled) in &results {
         let r = &rows[*i];
         per_dlt.entry(r.dlt.clone()).or_default().add(o, *compiled);
+        if known_accept.contains_key(&(r.dlt.clone(), r.expr.clone())) && !matches!(o, Outcome::SkippedNames | Outcome::SkippedPlatform | Outcome::NotApplicable) {
+            known_seen.insert((KnownKind::Accept, r.dlt.clone(), r.expr.clone()));
+        }
         match o {
             Outcome::Unsupported(f) => {
                 *unsupported_families.entry((r.dlt.clone(), f)).or_default() += 1;
@@ -765,6 +889,13 @@ fn testrun_rows() {
                 .or_default()
                 .push(format!("{:?}{} ({n} pkts)", r.expr, if r.optimize { " [opt]" } else { "" })),
             Outcome::ExplainedOptimizer(n) => explained_opt.push(format!("[{}] {:?} ({n} pkts)", r.dlt, r.expr)),
+            Outcome::FollowsMaster(n) => follows_master.push(format!(
+                "[{}] {:?}{} (1.10.3 differs on {n} pkts): {}",
+                r.dlt,
+                r.expr,
+                if r.optimize { " [opt]" } else { "" },
+                known_accept.get(&(r.dlt.clone(), r.expr.clone())).map_or("", String::as_str)
+            )),
             Outcome::BothReject => both_reject.push(format!("[{}] {:?}", r.dlt, r.expr)),
             Outcome::AgreeMasterOnly => master_only.push(format!("[{}] {:?}", r.dlt, r.expr)),
             Outcome::AgreeMissingMaster => missing_master.push(r.label.clone()),
@@ -826,6 +957,9 @@ fn testrun_rows() {
     if !explained_opt.is_empty() {
         println!("libpcap optimizer changes verdicts ({} rows): {}", explained_opt.len(), explained_opt.join(", "));
     }
+    for f in &follows_master {
+        println!("known difference, sift follows master's semantics (compared with master's program): {f}");
+    }
     if !unsupported_families.is_empty() {
         let list: Vec<String> = unsupported_families.iter().map(|((d, f), n)| format!("{d}/{f}: {n}")).collect();
         println!("unsupported (next issue) by feature: {}", list.join(", "));
@@ -838,7 +972,7 @@ fn testrun_rows() {
     let accept_fail = total.fail;
     let _ = writeln!(
         summary,
-        "testrun accept: {} rows for supported DLTs: {} pass ({} agree with master, {} explained: {} master semantics + {} optimizer, {} without master program, {} master-only syntax, {} rejected like 1.10.3), \
+        "testrun accept: {} rows for supported DLTs: {} pass ({} agree with master, {} explained: {} master semantics + {} optimizer, {} follow master's semantics by decision (known differences), {} without master program, {} master-only syntax, {} rejected like 1.10.3), \
          {} skipped (requires names), {} skipped (other OS/byte order), {} n/a (filtertest-only mode), {} unsupported (next issue), {} fail",
         total.rows,
         total.passed(),
@@ -846,6 +980,7 @@ fn testrun_rows() {
         total.explained_master + total.explained_optimizer,
         total.explained_master,
         total.explained_optimizer,
+        total.follows_master,
         total.agree_no_master + total.agree_missing_master,
         total.agree_master_only,
         total.both_reject,
@@ -925,7 +1060,8 @@ fn testrun_rows() {
                 }
             }
             Ok(_) => {
-                if let Some(reason) = known.get(&(r.dlt.clone(), r.expr.clone())) {
+                if let Some(reason) = known_reject.get(&(r.dlt.clone(), r.expr.clone())) {
+                    known_seen.insert((KnownKind::Reject, r.dlt.clone(), r.expr.clone()));
                     s.known += 1;
                     known_used.push(format!("[{}] {:?}: {reason}", r.dlt, r.expr));
                 } else {
@@ -1138,13 +1274,34 @@ fn testrun_rows() {
         println!("{kind}: {total} rows: {}", list.join(", "));
     }
 
+    // ---------------- stale known differences
+    let mut stale = Vec::new();
+    let mut listed = 0usize;
+    for (kind, map) in &known {
+        for (dlt, expr) in map.keys() {
+            listed += 1;
+            if !known_seen.contains(&(*kind, dlt.clone(), expr.clone())) {
+                stale.push(format!("{kind:?} [{dlt}] {expr:?}"));
+            }
+        }
+    }
+    stale.sort();
+    print_failures("stale known-difference", &stale);
+    let _ = writeln!(
+        summary,
+        "testrun known differences (testrun_known_differences.tsv): {listed} listed, {} used, {} stale",
+        listed - stale.len(),
+        stale.len()
+    );
+
     println!("\n{summary}");
     assert_eq!(
-        accept_fail + rt.fail + at.fail,
+        accept_fail + rt.fail + at.fail + stale.len(),
         0,
-        "TESTrun conformance failures (accept {accept_fail}, reject {}, apply {}); see the output above",
+        "TESTrun conformance failures (accept {accept_fail}, reject {}, apply {}, stale known differences {}); see the output above",
         rt.fail,
-        at.fail
+        at.fail,
+        stale.len()
     );
 }
 
