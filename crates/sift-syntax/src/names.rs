@@ -38,8 +38,10 @@ pub fn service(name: &str) -> Option<(u16, ServiceProto)> {
 
 /// Looks up an IP protocol name or alias (`tcp`, `ospf`, `OSPFIGP`,
 /// `ipv6-icmp`), as `getprotobyname` does on the reference machine. The
-/// value may exceed 255 (`mptcp` is 262); libpcap accepts it and the test
-/// then never matches.
+/// value may exceed 255 (`mptcp` is 262): libpcap 1.10.3 accepts it and
+/// the test then never matches; master's range check rejects it
+/// ("protocol number 262 greater than maximum 255"), and so does sift's
+/// lowering.
 pub fn ip_protocol(name: &str) -> Option<u32> {
     PROTOCOLS
         .binary_search_by(|e| e.0.cmp(name))
