@@ -541,6 +541,18 @@ pub struct Token {
 /// Splits `source` into tokens, or reports the first lexical error
 /// (invalid number, malformed address, unexpected character).
 pub fn tokenize(source: &str) -> Result<Vec<Token>, Error> {
+    let (toks, err) = tokenize_prefix(source);
+    match err {
+        Some(e) => Err(e),
+        None => Ok(toks),
+    }
+}
+
+/// Tokenizes up to the first lexical error: the tokens before it, and the
+/// error if there is one. (libpcap's scanner runs on demand, so a syntax
+/// error before a bad token is reported first; the parser does the same
+/// with this.)
+pub fn tokenize_prefix(source: &str) -> (Vec<Token>, Option<Error>) {
     let b = source.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -550,7 +562,10 @@ pub fn tokenize(source: &str) -> Result<Vec<Token>, Error> {
             i += 1;
             continue;
         }
-        let (len, tok) = next_token(source, i)?;
+        let (len, tok) = match next_token(source, i) {
+            Ok(t) => t,
+            Err(e) => return (out, Some(e)),
+        };
         // `next_token` always consumes at least one byte, and stops on a
         // character boundary (multi-byte characters are either consumed
         // whole or reported as errors).
@@ -558,7 +573,7 @@ pub fn tokenize(source: &str) -> Result<Vec<Token>, Error> {
         out.push(Token { tok, span: span(i, end) });
         i = end;
     }
-    Ok(out)
+    (out, None)
 }
 
 /// A span from byte offsets (filters longer than 4 GiB saturate).

@@ -59,21 +59,34 @@ type PResult<T> = Result<T, Error>;
 
 /// Parses `source` into a [`Filter`].
 pub(crate) fn parse_filter(source: &str) -> PResult<Filter> {
-    let toks = lexer::tokenize(source)?;
+    let (toks, lex_err) = lexer::tokenize_prefix(source);
     if toks.is_empty() {
-        return Ok(Filter { source: source.to_string(), expr: None });
+        return match lex_err {
+            Some(e) => Err(e),
+            None => Ok(Filter { source: source.to_string(), expr: None }),
+        };
     }
+    // With a lexical error, the tokens stop before it and the parser sees
+    // the end there: a syntax error found earlier is reported, otherwise
+    // the lexical error is.
+    let end = lex_err.as_ref().map_or(source.len(), |e| e.span.start as usize);
     let mut p = Parser {
         src: source,
         toks,
+        end,
         pos: 0,
         depth: 0,
         fatal: None,
         arith_paren_failures: HashMap::new(),
         bare_name_end: None,
     };
-    let expr = p.top()?;
-    Ok(Filter { source: source.to_string(), expr: Some(expr) })
+    let result = p.top();
+    match (result, lex_err) {
+        (Ok(expr), None) => Ok(Filter { source: source.to_string(), expr: Some(expr) }),
+        (Ok(_), Some(le)) => Err(le),
+        (Err(pe), Some(le)) if pe.span.start as usize >= end => Err(le),
+        (Err(pe), _) => Err(pe),
+    }
 }
 
 /// `and` or `or`.
@@ -115,6 +128,9 @@ type InForce = Option<Qual>;
 struct Parser<'a> {
     src: &'a str,
     toks: Vec<Token>,
+    /// Where the tokens end: the end of the source, or the start of a
+    /// lexical error.
+    end: usize,
     pos: usize,
     depth: u32,
     /// An error that must not be recovered from by backtracking (nesting
@@ -169,10 +185,7 @@ impl Parser<'_> {
     fn span_of(&self, i: usize) -> Span {
         match self.toks.get(i) {
             Some(t) => t.span,
-            None => {
-                let end = lexer::span(self.src.len(), self.src.len());
-                Span::new(end.start, end.start)
-            }
+            None => lexer::span(self.end, self.end),
         }
     }
 

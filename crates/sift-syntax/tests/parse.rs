@@ -757,6 +757,13 @@ fn number_errors() {
     // Twelve digits are a MAC address (the quirk), not a number.
     assert!(err_at("len = 040000000000").0.starts_with("syntax error"));
     assert!(parse("len = 4294967295").is_ok());
+    // Like libpcap's on-demand scanner, a syntax error before a bad token
+    // is the one reported.
+    assert_eq!(err_at("tcp tcp 08").1, "tcp");
+    assert_eq!(err_at("tcp and 08"), ("number 08 contains non-octal digit".into(), "08".into()));
+    assert_eq!(err_at("(tcp 08"), ("number 08 contains non-octal digit".into(), "08".into()));
+    assert_eq!(err_at("tcp ) @").1, ")");
+    assert_eq!(err_at("tcp @ )").1, "@");
 }
 
 #[test]
