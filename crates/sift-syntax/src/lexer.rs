@@ -1042,14 +1042,17 @@ mod tests {
         assert_eq!(toks("lsu lssu"), vec![Tok::Kw(Kw::Lssu); 2]);
         assert_eq!(toks("dir direction"), vec![Tok::Kw(Kw::Dir); 2]);
         assert_eq!(toks("addr3 address3"), vec![Tok::Kw(Kw::Addr3); 2]);
-        assert_eq!(toks("and && or || not !"), vec![
-            Tok::Kw(Kw::And),
-            Tok::Kw(Kw::And),
-            Tok::Kw(Kw::Or),
-            Tok::Kw(Kw::Or),
-            Tok::Kw(Kw::Not),
-            Tok::Kw(Kw::Not)
-        ]);
+        assert_eq!(
+            toks("and && or || not !"),
+            vec![
+                Tok::Kw(Kw::And),
+                Tok::Kw(Kw::And),
+                Tok::Kw(Kw::Or),
+                Tok::Kw(Kw::Or),
+                Tok::Kw(Kw::Not),
+                Tok::Kw(Kw::Not)
+            ]
+        );
     }
 
     #[test]
@@ -1072,23 +1075,17 @@ mod tests {
 
     #[test]
     fn numbers() {
-        assert_eq!(toks("80 0x50 0X50 0120 0"), vec![
-            Tok::Num(80),
-            Tok::Num(0x50),
-            Tok::Num(0x50),
-            Tok::Num(0o120),
-            Tok::Num(0)
-        ]);
+        assert_eq!(
+            toks("80 0x50 0X50 0120 0"),
+            vec![Tok::Num(80), Tok::Num(0x50), Tok::Num(0x50), Tok::Num(0o120), Tok::Num(0)]
+        );
         assert_eq!(toks("4294967295 0xffffffff 0037777777777"), vec![Tok::Num(u32::MAX); 3]);
         assert_eq!(err("08").message, "number 08 contains non-octal digit");
         assert_eq!(err("0037777777778").message, "number 0037777777778 contains non-octal digit");
         assert_eq!(err("4294967296").message, "decimal number 4294967296 overflows 32 bits");
         assert_eq!(err("0X100000000").message, "hexadecimal number 0X100000000 overflows 32 bits");
         assert_eq!(err("0040000000000").message, "octal number 0040000000000 overflows 32 bits");
-        assert_eq!(
-            err("003777777777779").message,
-            "octal number 003777777777779 overflows 32 bits"
-        );
+        assert_eq!(err("003777777777779").message, "octal number 003777777777779 overflows 32 bits");
         assert_eq!(err("port 08").span, Span::new(5, 7));
     }
 
@@ -1105,16 +1102,14 @@ mod tests {
 
     #[test]
     fn ipv4() {
-        assert_eq!(toks("10.1 10.1.2 10.1.2.3"), vec![
-            Tok::Hid("10.1".into()),
-            Tok::Hid("10.1.2".into()),
-            Tok::Hid("10.1.2.3".into())
-        ]);
-        assert_eq!(toks("10.1.2.3/8"), vec![
-            Tok::Hid("10.1.2.3".into()),
-            Tok::Punct(Punct::Slash),
-            Tok::Num(8)
-        ]);
+        assert_eq!(
+            toks("10.1 10.1.2 10.1.2.3"),
+            vec![Tok::Hid("10.1".into()), Tok::Hid("10.1.2".into()), Tok::Hid("10.1.2.3".into())]
+        );
+        assert_eq!(
+            toks("10.1.2.3/8"),
+            vec![Tok::Hid("10.1.2.3".into()), Tok::Punct(Punct::Slash), Tok::Num(8)]
+        );
         assert_eq!(toks("1.2.3.4.5"), vec![id("1.2.3.4.5")]);
         assert_eq!(toks("0x0a.0x0b"), vec![Tok::Hid("0x0a.0x0b".into())]);
         assert_eq!(toks("10.1a"), vec![id("10.1a")]);
@@ -1137,12 +1132,18 @@ mod tests {
         assert_eq!(v6("::")[..], [0; 16]);
         assert_eq!(v6("1:2:3:4:5:6:1.2.3.4")[12..], [1, 2, 3, 4]);
         // A fifth hex digit starts a new token.
-        assert_eq!(toks("::12345"), vec![Tok::Hid6("::1234".into(), {
-            let mut a = [0; 16];
-            a[14] = 0x12;
-            a[15] = 0x34;
-            a
-        }), Tok::Num(5)]);
+        assert_eq!(
+            toks("::12345"),
+            vec![
+                Tok::Hid6("::1234".into(), {
+                    let mut a = [0; 16];
+                    a[14] = 0x12;
+                    a[15] = 0x34;
+                    a
+                }),
+                Tok::Num(5)
+            ]
+        );
         assert_eq!(err("::01.2.3.4").message, "invalid IPv6 address ::01.2.3.4");
         assert_eq!(err("fe80::10.20.30.256").message, "invalid IPv6 address fe80::10.20.30.256");
         assert!(err("1:2:3:4:5:6:7:8:9").message.starts_with("invalid Ethernet address"));
@@ -1152,7 +1153,9 @@ mod tests {
     #[test]
     fn mac() {
         let m = [0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff];
-        for s in ["aa:bb:cc:dd:ee:ff", "aa-bb-cc-dd-ee-ff", "aa.bb.cc.dd.ee.ff", "aabb.ccdd.eeff", "aabbccddeeff"] {
+        for s in
+            ["aa:bb:cc:dd:ee:ff", "aa-bb-cc-dd-ee-ff", "aa.bb.cc.dd.ee.ff", "aabb.ccdd.eeff", "aabbccddeeff"]
+        {
             assert_eq!(toks(s), vec![Tok::Eid(m)], "{s}");
         }
         assert_eq!(toks("a:b:c:d:e:f"), vec![Tok::Eid([0xa, 0xb, 0xc, 0xd, 0xe, 0xf])]);
@@ -1186,10 +1189,13 @@ mod tests {
     fn operators() {
         use Punct::*;
         let p = |v: &[Punct]| v.iter().map(|&x| Tok::Punct(x)).collect::<Vec<_>>();
-        assert_eq!(toks("+-*/%:[]<>()&|^="), p(&[
-            Plus, Minus, Star, Slash, Percent, Colon, LBracket, RBracket, Lt, Gt, LParen, RParen, Amp,
-            Pipe, Caret, Eq
-        ]));
+        assert_eq!(
+            toks("+-*/%:[]<>()&|^="),
+            p(&[
+                Plus, Minus, Star, Slash, Percent, Colon, LBracket, RBracket, Lt, Gt, LParen, RParen, Amp,
+                Pipe, Caret, Eq
+            ])
+        );
         assert_eq!(toks(">= <= != == << >>"), p(&[Ge, Le, Ne, Eq, Shl, Shr]));
         assert_eq!(toks("a!=b"), vec![id("a"), Tok::Punct(Ne), id("b")]);
     }

@@ -277,7 +277,8 @@ impl Parser<'_> {
     #[cold]
     #[inline(never)]
     fn too_deep(&mut self) -> Error {
-        let e = Error::new(format!("expression nested too deeply (more than {MAX_DEPTH} levels)"), self.here());
+        let e =
+            Error::new(format!("expression nested too deeply (more than {MAX_DEPTH} levels)"), self.here());
         self.fatal = Some(e.clone());
         e
     }
@@ -386,7 +387,9 @@ impl Parser<'_> {
                 Some(proto) => match self.peek_at(1) {
                     Some(Tok::Punct(Punct::LBracket)) => Next::Relation,
                     Some(Tok::Kw(n)) if starts_head(*n) => Next::Head,
-                    Some(Tok::Kw(Kw::Broadcast | Kw::Multicast | Kw::Type | Kw::Subtype | Kw::Dir)) => Next::Other,
+                    Some(Tok::Kw(Kw::Broadcast | Kw::Multicast | Kw::Type | Kw::Subtype | Kw::Dir)) => {
+                        Next::Other
+                    }
                     _ => Next::Abbrev(proto),
                 },
                 None if starts_head(*k) => Next::Head,
@@ -468,8 +471,12 @@ impl Parser<'_> {
             Some(Kw::Ta) => Some(DirQual::Ta),
             _ => None,
         };
-        if matches!(dir, Some(DirQual::Addr1 | DirQual::Addr2 | DirQual::Addr3 | DirQual::Addr4 | DirQual::Ra | DirQual::Ta))
-        {
+        if matches!(
+            dir,
+            Some(
+                DirQual::Addr1 | DirQual::Addr2 | DirQual::Addr3 | DirQual::Addr4 | DirQual::Ra | DirQual::Ta
+            )
+        ) {
             self.pos += 1;
         }
         qual.dir = dir;
@@ -826,7 +833,12 @@ impl Parser<'_> {
 
     /// Builds `lhs op rhs`, with libpcap's checks on constant operands.
     #[inline(never)]
-    fn binary(&mut self, op: ArithOp, lhs: (Box<Arith>, u32), rhs: (Box<Arith>, u32)) -> PResult<(Box<Arith>, u32)> {
+    fn binary(
+        &mut self,
+        op: ArithOp,
+        lhs: (Box<Arith>, u32),
+        rhs: (Box<Arith>, u32),
+    ) -> PResult<(Box<Arith>, u32)> {
         let (l, ld) = lhs;
         let (r, rd) = rhs;
         // libpcap 1.10.3 (`gen_arth`) looks at the first instruction of the
@@ -888,7 +900,9 @@ impl Parser<'_> {
                 }
                 r
             }
-            Some(Tok::Kw(k)) if pname(k).is_some() && self.peek_at(1) == Some(&Tok::Punct(Punct::LBracket)) => {
+            Some(Tok::Kw(k))
+                if pname(k).is_some() && self.peek_at(1) == Some(&Tok::Punct(Punct::LBracket)) =>
+            {
                 let proto = pname(k).unwrap_or(ProtoQual::Link);
                 self.pos += 2;
                 let (index, d) = self.arith()?;
@@ -1106,9 +1120,8 @@ impl Parser<'_> {
                     Some(Tok::Id(name)) => {
                         let sp = self.here();
                         self.pos += 1;
-                        lookup(WLAN_TYPES, &name).ok_or_else(|| {
-                            Error::new(format!("unknown 802.11 type name \"{name}\""), sp)
-                        })?
+                        lookup(WLAN_TYPES, &name)
+                            .ok_or_else(|| Error::new(format!("unknown 802.11 type name \"{name}\""), sp))?
                     }
                     _ => return Err(self.unexpected("an 802.11 frame type")),
                 };

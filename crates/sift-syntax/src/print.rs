@@ -196,7 +196,9 @@ impl fmt::Display for Qual {
 /// plain identifier, else escaped with a backslash (`\tcp`, `\1.2.3.4`).
 fn name(s: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let plain = match lexer::tokenize(s) {
-        Ok(t) => matches!(t.as_slice(), [t] if t.tok == Tok::Id(s.to_string()) && t.span.range() == (0..s.len())),
+        Ok(t) => {
+            matches!(t.as_slice(), [t] if t.tok == Tok::Id(s.to_string()) && t.span.range() == (0..s.len()))
+        }
         Err(_) => false,
     };
     if plain {
@@ -412,9 +414,7 @@ impl fmt::Display for Primitive {
                     Wlan::Dir(d) => write!(f, "dir {d}"),
                 }
             }
-            Primitive::Atm(field, t) => {
-                field_test(if *field == AtmField::Vpi { "vpi" } else { "vci" }, t, f)
-            }
+            Primitive::Atm(field, t) => field_test(if *field == AtmField::Vpi { "vpi" } else { "vci" }, t, f),
             Primitive::AtmAbbrev(t) => f.write_str(match t {
                 AtmType::Lane => "lane",
                 AtmType::Oamf4Sc => "oamf4sc",

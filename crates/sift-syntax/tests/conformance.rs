@@ -101,7 +101,9 @@ fn testrun_corpus() {
                 Err(_) if requires.starts_with("is not ") => {
                     // OS-specific PF names: TESTrun runs these rows only on
                     // that OS; the Linux tables do not have them.
-                    *counts.entry("accept/apply: not parsed, OS-specific name (row runs elsewhere)").or_default() += 1;
+                    *counts
+                        .entry("accept/apply: not parsed, OS-specific name (row runs elsewhere)")
+                        .or_default() += 1;
                 }
                 Err(e) if allow.contains_key(expr) => {
                     used.insert(expr.to_string());

@@ -40,8 +40,15 @@ fn check(s: &str) -> bool {
             true
         }
         Err(e) => {
-            assert!(e.span.start <= e.span.end && e.span.end as usize <= s.len(), "{s:?}: bad span {:?}", e.span);
-            assert!(s.is_char_boundary(e.span.start as usize) && s.is_char_boundary(e.span.end as usize), "{s:?}");
+            assert!(
+                e.span.start <= e.span.end && e.span.end as usize <= s.len(),
+                "{s:?}: bad span {:?}",
+                e.span
+            );
+            assert!(
+                s.is_char_boundary(e.span.start as usize) && s.is_char_boundary(e.span.end as usize),
+                "{s:?}"
+            );
             assert!(!e.message.is_empty());
             let _ = e.render(s);
             false
@@ -58,7 +65,8 @@ fn random_bytes() {
         let len = rng.below(48);
         let mut bytes = Vec::with_capacity(len);
         for _ in 0..len {
-            let b = if rng.below(16) == 0 { (rng.next() & 0xff) as u8 } else { BYTES[rng.below(BYTES.len())] };
+            let b =
+                if rng.below(16) == 0 { (rng.next() & 0xff) as u8 } else { BYTES[rng.below(BYTES.len())] };
             bytes.push(b);
         }
         let s = String::from_utf8_lossy(&bytes);
@@ -67,14 +75,124 @@ fn random_bytes() {
 }
 
 const VOCAB: &[&str] = &[
-    "(", ")", "(", ")", "and", "or", "not", "!", "&&", "||", "host", "net", "port", "portrange", "src", "dst", "proto",
-    "protochain", "gateway", "mask", "tcp", "udp", "ip", "ip6", "ether", "wlan", "arp", "icmp", "decnet", "l1", "radio",
-    "link", "broadcast", "multicast", "less", "greater", "byte", "inbound", "vlan", "mpls", "pppoed", "pppoes", "geneve",
-    "vxlan", "llc", "rnr", "type", "subtype", "dir", "on", "reason", "action", "lane", "vpi", "vci", "fisu", "sio", "dpc",
-    "len", "ra", "addr1", "80", "0", "1", "4", "08", "0x10", "4294967296", "tcpflags", "tcp-syn", "icmp-echo", "1.2.3.4",
-    "10.1", "50.764", "256.1.1.1", "fe80::1", "::", "aa:bb:cc:dd:ee:ff", "012345670123", "$2b", "foo", "http",
-    "80-90", "mgt", "data", "beacon", "qos-data", "tods", "pass", "match", "i", "ui", "\\tcp", "+", "-", "*", "/", "%",
-    "^", "&", "|", "<<", ">>", "=", "==", "!=", "<", ">", "<=", ">=", "[", "]", ":", "/", "2", "3", "32", "0",
+    "(",
+    ")",
+    "(",
+    ")",
+    "and",
+    "or",
+    "not",
+    "!",
+    "&&",
+    "||",
+    "host",
+    "net",
+    "port",
+    "portrange",
+    "src",
+    "dst",
+    "proto",
+    "protochain",
+    "gateway",
+    "mask",
+    "tcp",
+    "udp",
+    "ip",
+    "ip6",
+    "ether",
+    "wlan",
+    "arp",
+    "icmp",
+    "decnet",
+    "l1",
+    "radio",
+    "link",
+    "broadcast",
+    "multicast",
+    "less",
+    "greater",
+    "byte",
+    "inbound",
+    "vlan",
+    "mpls",
+    "pppoed",
+    "pppoes",
+    "geneve",
+    "vxlan",
+    "llc",
+    "rnr",
+    "type",
+    "subtype",
+    "dir",
+    "on",
+    "reason",
+    "action",
+    "lane",
+    "vpi",
+    "vci",
+    "fisu",
+    "sio",
+    "dpc",
+    "len",
+    "ra",
+    "addr1",
+    "80",
+    "0",
+    "1",
+    "4",
+    "08",
+    "0x10",
+    "4294967296",
+    "tcpflags",
+    "tcp-syn",
+    "icmp-echo",
+    "1.2.3.4",
+    "10.1",
+    "50.764",
+    "256.1.1.1",
+    "fe80::1",
+    "::",
+    "aa:bb:cc:dd:ee:ff",
+    "012345670123",
+    "$2b",
+    "foo",
+    "http",
+    "80-90",
+    "mgt",
+    "data",
+    "beacon",
+    "qos-data",
+    "tods",
+    "pass",
+    "match",
+    "i",
+    "ui",
+    "\\tcp",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    "&",
+    "|",
+    "<<",
+    ">>",
+    "=",
+    "==",
+    "!=",
+    "<",
+    ">",
+    "<=",
+    ">=",
+    "[",
+    "]",
+    ":",
+    "/",
+    "2",
+    "3",
+    "32",
+    "0",
 ];
 
 #[test]
@@ -106,7 +224,9 @@ struct Gen {
 
 impl Gen {
     fn num(&mut self) -> String {
-        self.rng.pick(&["0", "1", "2", "4", "13", "80", "0x10", "255", "010", "31", "tcpflags", "tcp-syn"]).to_string()
+        self.rng
+            .pick(&["0", "1", "2", "4", "13", "80", "0x10", "255", "010", "31", "tcpflags", "tcp-syn"])
+            .to_string()
     }
 
     fn arith(&mut self, d: u32) -> String {
@@ -171,10 +291,33 @@ impl Gen {
             4 | 5 => (
                 self.rng
                     .pick(&[
-                        "vlan 100", "vlan", "mpls 3", "pppoes 2", "geneve", "vxlan 5", "less 60", "greater 9",
-                        "byte 2 & 3", "ether broadcast", "multicast", "llc u", "llc rnr", "type mgt subtype beacon",
-                        "subtype qos-data", "dir tods", "on eth0", "reason match", "action pass", "vci (1 or 2)",
-                        "vpi > 3", "lane", "fisu", "dpc = 4", "inbound", "ifindex 2", "decnet host 1.2",
+                        "vlan 100",
+                        "vlan",
+                        "mpls 3",
+                        "pppoes 2",
+                        "geneve",
+                        "vxlan 5",
+                        "less 60",
+                        "greater 9",
+                        "byte 2 & 3",
+                        "ether broadcast",
+                        "multicast",
+                        "llc u",
+                        "llc rnr",
+                        "type mgt subtype beacon",
+                        "subtype qos-data",
+                        "dir tods",
+                        "on eth0",
+                        "reason match",
+                        "action pass",
+                        "vci (1 or 2)",
+                        "vpi > 3",
+                        "lane",
+                        "fisu",
+                        "dpc = 4",
+                        "inbound",
+                        "ifindex 2",
+                        "decnet host 1.2",
                     ])
                     .to_string(),
                 None,

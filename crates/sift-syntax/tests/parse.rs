@@ -143,7 +143,10 @@ fn qualifier_combinations() {
         ("addr3", DirQual::Addr3),
         ("address4", DirQual::Addr4),
     ] {
-        assert_eq!(id_of(&format!("wlan {w} host a")).0, q(Some(ProtoQual::Link), Some(d), Some(AddrQual::Host)));
+        assert_eq!(
+            id_of(&format!("wlan {w} host a")).0,
+            q(Some(ProtoQual::Link), Some(d), Some(AddrQual::Host))
+        );
         assert_eq!(id_of(&format!("{w} a")).0, q(None, Some(d), None));
     }
 }
@@ -215,10 +218,7 @@ fn id_forms() {
     assert_eq!(id_of("net 10.0.0.0/8").1, Id::Ipv4Prefix { addr: 0x0a00_0000, parts: 4, len: 8 });
     assert_eq!(id_of("net 192.168/16").1, Id::Ipv4Prefix { addr: 0xc0a8_0000, parts: 2, len: 16 });
     assert_eq!(id_of("net 10.0.0.0/33").1, Id::Ipv4Prefix { addr: 0x0a00_0000, parts: 4, len: 33 });
-    assert_eq!(
-        id_of("net 192.168 mask 255.255").1,
-        Id::Ipv4Mask { addr: 0xc0a8_0000, mask: 0xffff_0000 }
-    );
+    assert_eq!(id_of("net 192.168 mask 255.255").1, Id::Ipv4Mask { addr: 0xc0a8_0000, mask: 0xffff_0000 });
     let mut v6 = [0u8; 16];
     v6[0] = 0xfe;
     v6[1] = 0x80;
@@ -263,7 +263,13 @@ fn parenthesized_ids() {
     assert_eq!(show("host 10.0.0.1 && port (514 || 1900)"), "(host 10.0.0.1 and (port 514 or port 1900))");
     // libpcap's grammar: the first element of a list cannot itself be a
     // parenthesized list, and a list cannot be parenthesized twice.
-    for s in ["host ((a))", "host ((a or b) or c)", "port ((80 or 90) or 100)", "port ((not 80))", "port 80 or ((90 or 100))"] {
+    for s in [
+        "host ((a))",
+        "host ((a or b) or c)",
+        "port ((80 or 90) or 100)",
+        "port ((not 80))",
+        "port 80 or ((90 or 100))",
+    ] {
         assert!(parse(s).is_err(), "{s}");
     }
 }
@@ -284,12 +290,18 @@ fn id_spans() {
 fn inheritance_basic() {
     assert_eq!(show("host a or b"), "(host a or host b)");
     assert_eq!(show("tcp port 80 or 443"), "(tcp port 80 or tcp port 443)");
-    assert_eq!(show("tcp dst port ftp or ftp-data or domain"), "(tcp dst port ftp or tcp dst port ftp-data or tcp dst port domain)");
+    assert_eq!(
+        show("tcp dst port ftp or ftp-data or domain"),
+        "(tcp dst port ftp or tcp dst port ftp-data or tcp dst port domain)"
+    );
     assert_eq!(show("not host vs and ace"), "(not host vs and host ace)");
     assert_eq!(show("host foo and port 80 or 443"), "((host foo and port 80) or port 443)");
     assert_eq!(show("port 80 and not 443"), "(port 80 and not port 443)");
     assert_eq!(show("src 1.2.3.4 or 5.6.7.8"), "(src 1.2.3.4 or src 5.6.7.8)");
-    assert_eq!(show("ether src aa:bb:cc:dd:ee:ff or 1:2:3:4:5:6"), "(ether src aa:bb:cc:dd:ee:ff or ether src 01:02:03:04:05:06)");
+    assert_eq!(
+        show("ether src aa:bb:cc:dd:ee:ff or 1:2:3:4:5:6"),
+        "(ether src aa:bb:cc:dd:ee:ff or ether src 01:02:03:04:05:06)"
+    );
     assert_eq!(show("port 80 or not not 90"), "(port 80 or not not port 90)");
 }
 
@@ -326,7 +338,10 @@ fn inheritance_needs_a_qualified_primitive() {
         assert_eq!(t, at, "{s}");
     }
     // A bare id at the very start is a plain syntax error.
-    assert_eq!(err_at("1.2.3.4"), ("syntax error: unexpected '1.2.3.4', expected a primitive".into(), "1.2.3.4".into()));
+    assert_eq!(
+        err_at("1.2.3.4"),
+        ("syntax error: unexpected '1.2.3.4', expected a primitive".into(), "1.2.3.4".into())
+    );
     assert!(parse("80").is_err());
     assert!(parse("foo").is_err());
     assert!(parse("(80)").is_err());
@@ -461,7 +476,17 @@ fn constant_checks() {
     ] {
         assert_eq!(err_at(s), (m.to_string(), at.to_string()), "{s}");
     }
-    for s in ["len / (1 - 1) = 1", "len << 31 = 1", "len << (16 + 16) = 1", "0 / len = 1", "len * 0 = 1", "len ^ 0 = 1", "len / ip[1] = 1", "len << -1 = 1", "len / len = 1"] {
+    for s in [
+        "len / (1 - 1) = 1",
+        "len << 31 = 1",
+        "len << (16 + 16) = 1",
+        "0 / len = 1",
+        "len * 0 = 1",
+        "len ^ 0 = 1",
+        "len / ip[1] = 1",
+        "len << -1 = 1",
+        "len / len = 1",
+    ] {
         assert!(parse(s).is_ok(), "{s}");
     }
 }
@@ -506,8 +531,20 @@ fn simple_primitives() {
         assert_eq!(prim(s), (p, Span::new(0, s.len() as u32)), "{s}");
     }
     for s in [
-        "less (10)", "ifindex (1)", "byte (1) = 1", "byte 1 != 2", "byte 1 <= 2", "byte 1 >= 2", "byte 1 >> 2",
-        "byte 1 ^ 2", "pppoed 1234", "vlan (100 or 200)", "vlan (tcp)", "geneve invalid", "less", "greater x",
+        "less (10)",
+        "ifindex (1)",
+        "byte (1) = 1",
+        "byte 1 != 2",
+        "byte 1 <= 2",
+        "byte 1 >= 2",
+        "byte 1 >> 2",
+        "byte 1 ^ 2",
+        "pppoed 1234",
+        "vlan (100 or 200)",
+        "vlan (tcp)",
+        "geneve invalid",
+        "less",
+        "greater x",
     ] {
         assert!(parse(s).is_err(), "{s}");
     }
@@ -596,7 +633,10 @@ fn wlan() {
     assert_eq!(err_at("type foo"), ("unknown 802.11 type name \"foo\"".into(), "foo".into()));
     assert_eq!(err_at("type data subtype 0x0f"), ("invalid 802.11 subtype value 0x0f".into(), "0x0f".into()));
     assert_eq!(err_at("wlan type 0 subtype 0xff").0, "invalid 802.11 subtype value 0xff");
-    assert_eq!(err_at("type data subtype beacon"), ("unknown 802.11 subtype name \"beacon\"".into(), "beacon".into()));
+    assert_eq!(
+        err_at("type data subtype beacon"),
+        ("unknown 802.11 subtype name \"beacon\"".into(), "beacon".into())
+    );
     assert!(err_at("type 0xc subtype beacon").0.contains("unknown 802.11 type"));
     assert_eq!(err_at("subtype foo"), ("unknown 802.11 subtype name \"foo\"".into(), "foo".into()));
     assert_eq!(err_at("wlan dir 4"), ("invalid 802.11 direction value 4".into(), "4".into()));
@@ -672,8 +712,16 @@ fn address_checks() {
         ("net 10.0.0.256/8", "invalid IPv4 address '10.0.0.256'", "10.0.0.256"),
         ("net 10.0.0.0 mask 255.0.0.256", "invalid IPv4 address '255.0.0.256'", "255.0.0.256"),
         ("port 1.2.3.4", "'port' qualifier applied to IPv4 address", "1.2.3.4"),
-        ("tcp portrange 1.2.3.4/8", "'portrange' qualifier applied to IPv4 address and prefix length", "1.2.3.4/8"),
-        ("ip proto 1.2.3.4 mask 255.0.0.0", "'proto' qualifier applied to IPv4 address and netmask", "1.2.3.4 mask 255.0.0.0"),
+        (
+            "tcp portrange 1.2.3.4/8",
+            "'portrange' qualifier applied to IPv4 address and prefix length",
+            "1.2.3.4/8",
+        ),
+        (
+            "ip proto 1.2.3.4 mask 255.0.0.0",
+            "'proto' qualifier applied to IPv4 address and netmask",
+            "1.2.3.4 mask 255.0.0.0",
+        ),
         ("protochain fe80::1", "'protochain' qualifier applied to IPv6 address", "fe80::1"),
         ("port fe80::/16", "'port' qualifier applied to IPv6 address and prefix length", "fe80::/16"),
         ("decnet port 11.12.13.14", "'port' qualifier applied to IPv4 address", "11.12.13.14"),
@@ -689,14 +737,28 @@ fn address_checks() {
         assert_eq!(err_at(s), (m.to_string(), at.to_string()), "{s}");
     }
     // Semantic checks that are the lowering's job are not done here.
-    for s in ["net 10.0.0.0/33", "ip6 net fe80::/129", "decnet host 1", "vlan 4096", "mpls 1048576", "ip proto 256", "gateway 1.2.3.4"] {
+    for s in [
+        "net 10.0.0.0/33",
+        "ip6 net fe80::/129",
+        "decnet host 1",
+        "vlan 4096",
+        "mpls 1048576",
+        "ip proto 256",
+        "gateway 1.2.3.4",
+    ] {
         assert!(parse(s).is_ok(), "{s}");
     }
 }
 
 #[test]
 fn mask_and_prefix_need_dotted_addresses() {
-    for s in ["net 10 mask 255", "net 10 mask 255.0.0.0", "net 10.0.0.0 mask 255", "net 10/8", "ip6 net fe80:0:0:0:0:0:0:0:0/64"] {
+    for s in [
+        "net 10 mask 255",
+        "net 10 mask 255.0.0.0",
+        "net 10.0.0.0 mask 255",
+        "net 10/8",
+        "ip6 net fe80:0:0:0:0:0:0:0:0/64",
+    ] {
         assert!(parse(s).is_err(), "{s}");
     }
 }
@@ -751,7 +813,10 @@ fn misspelled_keyword_hint() {
 #[test]
 fn number_errors() {
     assert_eq!(err_at("port 08"), ("number 08 contains non-octal digit".into(), "08".into()));
-    assert_eq!(err_at("len = 4294967296"), ("decimal number 4294967296 overflows 32 bits".into(), "4294967296".into()));
+    assert_eq!(
+        err_at("len = 4294967296"),
+        ("decimal number 4294967296 overflows 32 bits".into(), "4294967296".into())
+    );
     assert_eq!(err_at("len = 0x100000000").0, "hexadecimal number 0x100000000 overflows 32 bits");
     assert_eq!(err_at("len = 0400000000000").0, "octal number 0400000000000 overflows 32 bits");
     // Twelve digits are a MAC address (the quirk), not a number.
@@ -790,7 +855,8 @@ fn nesting_limit() {
 #[test]
 fn long_chains_parse_and_drop() {
     let n = 20_000;
-    let text = (0..n).map(|i| format!("host 1.1.{}.{}", i / 256 % 256, i % 256)).collect::<Vec<_>>().join(" or ");
+    let text =
+        (0..n).map(|i| format!("host 1.1.{}.{}", i / 256 % 256, i % 256)).collect::<Vec<_>>().join(" or ");
     let f = parse(&text).unwrap_or_else(|e| panic!("{}", e.message));
     // Count the leaves along the left spine (iteratively).
     let mut leaves = 1;
@@ -817,5 +883,8 @@ fn long_chains_parse_and_drop() {
 fn error_render() {
     let s = "tcp and";
     let e = err(s);
-    assert_eq!(e.render(s), "tcp and\n       ^\nsyntax error: unexpected end of expression, expected a primitive");
+    assert_eq!(
+        e.render(s),
+        "tcp and\n       ^\nsyntax error: unexpected end of expression, expected a primitive"
+    );
 }
