@@ -1,0 +1,183 @@
+//! A JIT compiler from classic BPF to x86-64 machine code, with exactly the
+//! semantics of `sift_bpf::interp` (libpcap 1.10.3 `bpf_filter`): an
+//! out-of-bounds load, `div`/`mod` by 0 and running off the end return 0,
+//! shifts by `X >= 32` give 0, constant shifts act modulo 32, scratch memory
+//! starts zeroed, and a run gives up (returns 0) after 64 backward jumps.
+//!
+//! ```
+//! use sift_bpf::insn::op::*;
+//! use sift_bpf::Insn;
+//! use sift_jit::{JitError, JitFilter};
+//!
+//! // ldh [12]; jeq #0x800 jt 2 jf 3; ret #262144; ret #0
+//! let prog = [
+//!     Insn::stmt(LD | H | ABS, 12),
+//!     Insn::jump(JMP | JEQ | K, 0x800, 0, 1),
+//!     Insn::stmt(RET | K, 262144),
+//!     Insn::stmt(RET | K, 0),
+//! ];
+//! match JitFilter::from_program(&prog) {
+//!     Ok(filter) => {
+//!         let mut packet = [0u8; 60];
+//!         packet[12] = 0x08;
+//!         assert_eq!(filter.run(&packet, 60), 262144);
+//!         assert_eq!(filter.run(&packet[..13], 60), 0); // too short
+//!     }
+//!     Err(JitError::Unsupported) => {} // not x86-64 Linux
+//!     Err(e) => panic!("{e}"),
+//! }
+//! ```
+//!
+//! Code pages are mapped read + write while the code is copied in, then
+//! read + execute; never both writable and executable. On targets other
+//! than x86-64 Linux the crate compiles and [`JitFilter::from_program`]
+//! returns [`JitError::Unsupported`].
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+use sift_bpf::validate::ValidateError;
+use sift_bpf::Insn;
+use std::fmt;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
+mod exec;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod x64;
+
+/// Why a program could not be compiled.
+#[derive(Debug)]
+pub enum JitError {
+    /// The program is not runnable (the checks of
+    /// `sift_bpf::interp::Program::new`: empty, too long, unknown opcode,
+    /// scratch index >= 16, jump outside the program).
+    Invalid(ValidateError),
+    /// This target has no JIT (only x86-64 Linux has one).
+    Unsupported,
+    /// The generated code would be too large for 32-bit jump offsets.
+    TooLarge,
+    /// Mapping or protecting the code pages failed.
+    Memory(std::io::Error),
+}
+
+impl fmt::Display for JitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JitError::Invalid(e) => write!(f, "invalid program: {e}"),
+            JitError::Unsupported => f.write_str("no JIT for this target (x86-64 Linux only)"),
+            JitError::TooLarge => f.write_str("the program is too large to JIT"),
+            JitError::Memory(e) => write!(f, "cannot map executable memory: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for JitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            JitError::Invalid(e) => Some(e),
+            JitError::Memory(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A classic BPF program compiled to native code.
+///
+/// Immutable once built; `Send + Sync`, so one filter can run on many
+/// threads. Dropping it unmaps the code.
+#[derive(Debug)]
+pub struct JitFilter {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    code: exec::ExecBuffer,
+    insns: usize,
+}
+
+impl JitFilter {
+    /// Compiles `prog`. It must pass the checks of
+    /// `sift_bpf::interp::Program::new` (which accepts everything libpcap
+    /// runs, including backward `ja` and scratch reads before writes); use
+    /// `sift_bpf::validate::validate` first for the kernel's stricter rules.
+    pub fn from_program(prog: &[Insn]) -> Result<JitFilter, JitError> {
+        sift_bpf::interp::Program::new(prog).map_err(JitError::Invalid)?;
+        Self::compile_checked(prog)
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
+        let code = x64::compile(prog).ok_or(JitError::TooLarge)?;
+        let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
+        Ok(JitFilter { code, insns: prog.len() })
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    fn compile_checked(_prog: &[Insn]) -> Result<JitFilter, JitError> {
+        Err(JitError::Unsupported)
+    }
+
+    /// Whether this target has a JIT (x86-64 Linux).
+    pub const fn is_supported() -> bool {
+        cfg!(all(target_arch = "x86_64", target_os = "linux"))
+    }
+
+    /// Runs the filter on a packet: `data` holds the captured bytes,
+    /// `wire_len` is the original length. Returns what the program returns
+    /// (0 = reject), exactly as `sift_bpf::interp::Program::run` does.
+    #[inline]
+    pub fn run(&self, data: &[u8], wire_len: u32) -> u32 {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            self.code.call(data, wire_len)
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            let _ = (data, wire_len);
+            0
+        }
+    }
+
+    /// Runs the filter on many packets, `(captured bytes, wire length)`
+    /// each, writing verdict `i` to `out[i]`; stops at the shorter of the
+    /// two slices. While one packet is filtered, the first cache line of
+    /// the next one is prefetched.
+    pub fn run_batch(&self, packets: &[(&[u8], u32)], out: &mut [u32]) {
+        for (i, (slot, &(data, wire_len))) in out.iter_mut().zip(packets).enumerate() {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            if let Some(next) = packets.get(i + 1) {
+                exec::prefetch(next.0.as_ptr());
+            }
+            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+            let _ = i;
+            *slot = self.run(data, wire_len);
+        }
+    }
+
+    /// The number of cBPF instructions compiled.
+    pub fn insn_count(&self) -> usize {
+        self.insns
+    }
+
+    /// The size of the machine code in bytes.
+    pub fn code_size(&self) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            self.code.code_len()
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            0
+        }
+    }
+
+    /// The address of the first byte of machine code (for diagnostics,
+    /// e.g. finding the mapping in `/proc/self/maps`).
+    pub fn code_addr(&self) -> usize {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            self.code.addr()
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            0
+        }
+    }
+}

@@ -1,0 +1,698 @@
+//! Classic BPF → x86-64 machine code (a small hand-written encoder).
+//!
+//! # Calling convention and register use
+//!
+//! The generated function is `extern "sysv64" fn(data: *const u8,
+//! caplen: usize, wire_len: u32) -> u32`, a leaf function without a frame:
+//!
+//! | register | holds |
+//! |----------|-------|
+//! | `eax`    | A (and the return value) |
+//! | `ecx`    | X (so `shl eax, cl` shifts by X); its upper half is always 0 |
+//! | `rdi`    | packet pointer |
+//! | `rsi`    | captured length (64-bit: `X + k` offsets never wrap) |
+//! | `edx` / `r8d` | wire length (moved to `r8d` when `div` needs `edx`) |
+//! | `r9`, `r10` | temporaries (indexed offsets, divisors) |
+//! | `r11d`   | remaining backward jumps (programs with a backward `ja`) |
+//!
+//! Scratch memory `M[0..16]` lives in the System V red zone
+//! (`[rsp - 64 .. rsp]`); the words a program reads are zeroed on entry.
+//!
+//! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
+//!
+//! Every packet load is preceded by one unsigned compare of its end offset
+//! with the captured length, jumping to a shared `return 0` on failure;
+//! `div x`/`mod x` with `X == 0` return 0, as do `div #0`/`mod #0`; shifts
+//! by `X >= 32` give 0; constant shifts act modulo 32; after 64 backward
+//! jumps the run returns 0; running off the end returns 0.
+//!
+//! # Code shape
+//!
+//! Conditional jumps fall through to whichever target comes next. A packet
+//! load followed by `jeq #k`/`jset #k` whose targets do not read A compares
+//! the packet bytes in memory with the constant byte-swapped to network
+//! order (`cmp word [rdi + 12], 0x0008`): no load into A, no byte swap.
+
+use sift_bpf::insn::op::*;
+use sift_bpf::Insn;
+
+const RAX: u8 = 0;
+const RCX: u8 = 1;
+const RDX: u8 = 2;
+const RSP: u8 = 4;
+const RSI: u8 = 6;
+const RDI: u8 = 7;
+const R8: u8 = 8;
+const R9: u8 = 9;
+const R10: u8 = 10;
+const R11: u8 = 11;
+
+/// Condition codes (the low nibble of `jcc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cc {
+    B = 2,
+    Ae = 3,
+    E = 4,
+    Ne = 5,
+    Be = 6,
+    A = 7,
+}
+
+impl Cc {
+    fn not(self) -> Cc {
+        match self {
+            Cc::B => Cc::Ae,
+            Cc::Ae => Cc::B,
+            Cc::E => Cc::Ne,
+            Cc::Ne => Cc::E,
+            Cc::Be => Cc::A,
+            Cc::A => Cc::Be,
+        }
+    }
+}
+
+/// A memory operand `[base + index + disp]`.
+#[derive(Clone, Copy, Debug)]
+struct Mem {
+    base: u8,
+    index: Option<u8>,
+    disp: i32,
+}
+
+/// Byte offset of `M[0]` from `rsp` (in the red zone).
+const SCRATCH_DISP: i32 = -64;
+
+fn scratch(i: u32) -> Mem {
+    Mem { base: RSP, index: None, disp: SCRATCH_DISP + 4 * (i & 15) as i32 }
+}
+
+fn fits_i8(v: i64) -> bool {
+    (-128..=127).contains(&v)
+}
+
+/// An x86-64 code buffer with forward/backward labels.
+struct Asm {
+    code: Vec<u8>,
+    /// Code offset of each label (`usize::MAX` while unbound).
+    labels: Vec<usize>,
+    /// (position of a rel32 field, label) pairs to patch.
+    fixups: Vec<(usize, usize)>,
+}
+
+impl Asm {
+    fn byte(&mut self, b: u8) {
+        self.code.push(b);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.code.extend_from_slice(b);
+    }
+
+    fn imm32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes());
+    }
+
+    fn rex(&mut self, w: bool, reg: u8, index: u8, base: u8) {
+        let rex = 0x40 | (u8::from(w) << 3) | ((reg >> 3) << 2) | ((index >> 3) << 1) | (base >> 3);
+        if rex != 0x40 {
+            self.byte(rex);
+        }
+    }
+
+    /// `[prefix] [rex] opcode modrm(reg, mem)`.
+    fn op_mem(&mut self, prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, m: Mem) {
+        if let Some(p) = prefix {
+            self.byte(p);
+        }
+        self.rex(w, reg, m.index.unwrap_or(0), m.base);
+        self.bytes(opc);
+        let base = m.base & 7;
+        let (md, disp_len) = if m.disp == 0 && base != 5 {
+            (0u8, 0)
+        } else if fits_i8(i64::from(m.disp)) {
+            (1, 1)
+        } else {
+            (2, 4)
+        };
+        let reg = (reg & 7) << 3;
+        match m.index {
+            None if base != 4 => self.byte(md << 6 | reg | base),
+            index => {
+                self.byte(md << 6 | reg | 4);
+                // No index is encoded as index = 4 (rsp) without REX.X.
+                self.byte(((index.unwrap_or(4) & 7) << 3) | base);
+            }
+        }
+        match disp_len {
+            1 => self.byte(m.disp as i8 as u8),
+            4 => self.imm32(m.disp as u32),
+            _ => {}
+        }
+    }
+
+    /// `[prefix] [rex] opcode modrm(reg, rm)` with a register operand.
+    fn op_rr(&mut self, prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, rm: u8) {
+        if let Some(p) = prefix {
+            self.byte(p);
+        }
+        self.rex(w, reg, 0, rm);
+        self.bytes(opc);
+        self.byte(0xc0 | ((reg & 7) << 3) | (rm & 7));
+    }
+
+    /// `mov r32, imm32` (`xor r32, r32` for 0: clobbers the flags).
+    fn mov_ri(&mut self, r: u8, imm: u32) {
+        if imm == 0 {
+            self.op_rr(None, false, &[0x31], r, r);
+        } else {
+            self.rex(false, 0, 0, r);
+            self.byte(0xb8 + (r & 7));
+            self.imm32(imm);
+        }
+    }
+
+    /// `mov dst32, src32`.
+    fn mov_rr(&mut self, dst: u8, src: u8) {
+        self.op_rr(None, false, &[0x89], src, dst);
+    }
+
+    /// Group-1 ALU `op r, imm` (`ext`: add 0, or 1, and 4, sub 5, xor 6,
+    /// cmp 7), 32- or 64-bit.
+    fn alu_ri(&mut self, w: bool, ext: u8, r: u8, imm: u32) {
+        if fits_i8(i64::from(imm as i32)) {
+            self.op_rr(None, w, &[0x83], ext, r);
+            self.byte(imm as u8);
+        } else {
+            self.op_rr(None, w, &[0x81], ext, r);
+            self.imm32(imm);
+        }
+    }
+
+    fn jcc(&mut self, cc: Cc, label: usize) {
+        self.bytes(&[0x0f, 0x80 | cc as u8]);
+        self.fixups.push((self.code.len(), label));
+        self.imm32(0);
+    }
+
+    fn jmp(&mut self, label: usize) {
+        self.byte(0xe9);
+        self.fixups.push((self.code.len(), label));
+        self.imm32(0);
+    }
+
+    fn bind(&mut self, label: usize) {
+        self.labels[label] = self.code.len();
+    }
+
+    /// Patches every jump; `None` if a label is unbound or out of reach.
+    fn finish(mut self) -> Option<Vec<u8>> {
+        for &(at, label) in &self.fixups {
+            let target = *self.labels.get(label)?;
+            if target == usize::MAX {
+                return None;
+            }
+            let rel = i64::try_from(target).ok()? - i64::try_from(at + 4).ok()?;
+            let rel = i32::try_from(rel).ok()?;
+            self.code.get_mut(at..at + 4)?.copy_from_slice(&rel.to_le_bytes());
+        }
+        Some(self.code)
+    }
+}
+
+/// The load of a packet-reading instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Width {
+    B,
+    H,
+    W,
+}
+
+impl Width {
+    fn bytes(self) -> u32 {
+        match self {
+            Width::B => 1,
+            Width::H => 2,
+            Width::W => 4,
+        }
+    }
+    fn of(code: u16) -> Width {
+        match code & 0x18 {
+            B => Width::B,
+            H => Width::H,
+            _ => Width::W,
+        }
+    }
+}
+
+/// Where each instruction's jumps go (absolute indexes; `pc + 1` for
+/// non-jumps).
+fn cond_targets(pc: usize, insn: Insn) -> (usize, usize) {
+    (pc + 1 + usize::from(insn.jt), pc + 1 + usize::from(insn.jf))
+}
+
+fn ja_target(pc: usize, insn: Insn) -> usize {
+    // Program::new checked that the target is inside the program.
+    (pc as i64 + 1 + i64::from(insn.k as i32)) as usize
+}
+
+fn is_packet_load(code: u16) -> bool {
+    code & 0x07 == LD && matches!(code & 0xe0, ABS | IND) && code & 0x18 != 0x18
+}
+
+/// For each instruction, whether A's value on entry may be read before it
+/// is overwritten (conservatively true in programs with backward jumps).
+fn a_live_in(prog: &[Insn], has_backward: bool) -> Vec<bool> {
+    let len = prog.len();
+    let mut live = vec![has_backward; len + 1];
+    if has_backward {
+        return live;
+    }
+    live[len] = false;
+    for pc in (0..len).rev() {
+        let c = prog[pc].code;
+        let next = live[pc + 1];
+        live[pc] = match c & 0x07 {
+            LD => false,
+            LDX | STX => next,
+            ST | ALU => true,
+            JMP if c & 0xf0 == JA => live.get(ja_target(pc, prog[pc])).copied().unwrap_or(true),
+            JMP => true,
+            RET => c & 0x18 == A,
+            _ => c & 0xf8 == TAX,
+        };
+    }
+    live
+}
+
+/// Compiles a program that `sift_bpf::interp::Program::new` accepted.
+/// Returns `None` only if the code would be too large for 32-bit jumps.
+pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
+    let len = prog.len();
+    let reject = len;
+    let mut is_target = vec![false; len + 1];
+    let mut has_backward = false;
+    let mut mem_read = 0u16;
+    let mut uses_div = false;
+    for (pc, &insn) in prog.iter().enumerate() {
+        let c = insn.code;
+        match c & 0x07 {
+            JMP if c & 0xf0 == JA => {
+                let t = ja_target(pc, insn);
+                has_backward |= t <= pc;
+                *is_target.get_mut(t)? = true;
+            }
+            JMP => {
+                let (t, f) = cond_targets(pc, insn);
+                *is_target.get_mut(t)? = true;
+                *is_target.get_mut(f)? = true;
+            }
+            LD | LDX if c & 0xe0 == MEM => mem_read |= 1 << (insn.k & 15),
+            ALU if matches!(c & 0xf0, DIV | MOD) => uses_div = true,
+            _ => {}
+        }
+    }
+    let live = a_live_in(prog, has_backward);
+    // fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
+    let mut fused = vec![false; len];
+    for pc in 0..len.saturating_sub(1) {
+        let (l, j) = (prog[pc], prog[pc + 1]);
+        if !is_packet_load(l.code) || !(j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
+            continue;
+        }
+        let (t, f) = cond_targets(pc + 1, j);
+        let fits = j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
+        if fits && !live[t] && !live[f] {
+            fused[pc] = true;
+        }
+    }
+    let emitted: Vec<bool> = (0..len).map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1]).collect();
+    // next_emitted[pc]: the first emitted instruction after pc (or reject).
+    let mut next_emitted = vec![reject; len];
+    let mut following = reject;
+    for pc in (0..len).rev() {
+        next_emitted[pc] = following;
+        if emitted[pc] {
+            following = pc;
+        }
+    }
+
+    let mut asm = Asm {
+        code: Vec::with_capacity(len * 12 + 64),
+        labels: vec![usize::MAX; len + 1],
+        fixups: Vec::new(),
+    };
+    let wire = if uses_div {
+        asm.mov_rr(R8, RDX);
+        R8
+    } else {
+        RDX
+    };
+    // A and X start at 0.
+    asm.mov_ri(RAX, 0);
+    asm.mov_ri(RCX, 0);
+    for i in 0..16 {
+        if mem_read & (1 << i) != 0 {
+            // mov dword [rsp - 64 + 4i], 0
+            asm.op_mem(None, false, &[0xc7], 0, scratch(i));
+            asm.imm32(0);
+        }
+    }
+    if has_backward {
+        asm.mov_ri(R11, sift_bpf::interp::MAX_BACKWARD_JUMPS);
+    }
+
+    for pc in 0..len {
+        if !emitted[pc] {
+            continue;
+        }
+        asm.bind(pc);
+        let insn = prog[pc];
+        let (c, k) = (insn.code, insn.k);
+        let next = next_emitted[pc];
+        match c & 0x07 {
+            LD if is_packet_load(c) => {
+                let width = Width::of(c);
+                let m = packet_operand(&mut asm, c & 0xe0 == IND, k, width.bytes(), reject);
+                if fused[pc] {
+                    let j = prog[pc + 1];
+                    let (t, f) = cond_targets(pc + 1, j);
+                    let is_eq = j.code & 0xf0 == JEQ;
+                    raw_compare(&mut asm, width, m, j.k, is_eq);
+                    branch(&mut asm, if is_eq { Cc::E } else { Cc::Ne }, t, f, next);
+                } else {
+                    load_a(&mut asm, width, m);
+                }
+            }
+            LD => match c & 0xe0 {
+                LEN => asm.mov_rr(RAX, wire),
+                MEM => asm.op_mem(None, false, &[0x8b], RAX, scratch(k)),
+                _ => asm.mov_ri(RAX, k),
+            },
+            LDX => match c & 0xe0 {
+                LEN => asm.mov_rr(RCX, wire),
+                MEM => asm.op_mem(None, false, &[0x8b], RCX, scratch(k)),
+                MSH => {
+                    let m = packet_operand(&mut asm, false, k, 1, reject);
+                    asm.op_mem(None, false, &[0x0f, 0xb6], RCX, m); // movzx ecx, byte [m]
+                    asm.alu_ri(false, 4, RCX, 0xf);
+                    asm.op_rr(None, false, &[0xc1], 4, RCX); // shl ecx, 2
+                    asm.byte(2);
+                }
+                _ => asm.mov_ri(RCX, k),
+            },
+            ST => asm.op_mem(None, false, &[0x89], RAX, scratch(k)),
+            STX => asm.op_mem(None, false, &[0x89], RCX, scratch(k)),
+            ALU => alu(&mut asm, c, k, reject),
+            JMP if c & 0xf0 == JA => {
+                let t = ja_target(pc, insn);
+                if t <= pc {
+                    asm.alu_ri(false, 5, R11, 1); // sub r11d, 1
+                    asm.jcc(Cc::B, reject);
+                    asm.jmp(t);
+                } else if t != next {
+                    asm.jmp(t);
+                }
+            }
+            JMP => {
+                let (t, f) = cond_targets(pc, insn);
+                let cc = compare_a(&mut asm, c, k);
+                branch(&mut asm, cc, t, f, next);
+            }
+            RET => {
+                if c & 0x18 != A {
+                    asm.mov_ri(RAX, k);
+                }
+                asm.byte(0xc3);
+            }
+            _ => {
+                if c & 0xf8 == TAX {
+                    asm.mov_rr(RCX, RAX);
+                } else {
+                    asm.mov_rr(RAX, RCX);
+                }
+            }
+        }
+    }
+    asm.bind(reject);
+    asm.mov_ri(RAX, 0);
+    asm.byte(0xc3);
+    if asm.code.len() > i32::MAX as usize {
+        return None;
+    }
+    asm.finish()
+}
+
+/// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
+/// `indexed`) and returns the memory operand addressing it.
+fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize) -> Mem {
+    if indexed {
+        // r9 = X + k in 64 bits (X's upper half is 0: no wrap-around).
+        if k <= i32::MAX as u32 - 4 {
+            asm.op_mem(None, true, &[0x8d], R9, Mem { base: RCX, index: None, disp: k as i32 });
+        } else {
+            asm.mov_ri(R9, k);
+            asm.op_rr(None, true, &[0x01], RCX, R9); // add r9, rcx
+        }
+        // lea r10, [r9 + size]; cmp rsi, r10; jb reject
+        asm.op_mem(None, true, &[0x8d], R10, Mem { base: R9, index: None, disp: size as i32 });
+        asm.op_rr(None, true, &[0x39], R10, RSI);
+        asm.jcc(Cc::B, reject);
+        Mem { base: RDI, index: Some(R9), disp: 0 }
+    } else {
+        let end = u64::from(k) + u64::from(size);
+        if end <= i32::MAX as u64 {
+            asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
+        } else {
+            // end < 2^33; mov r9d zero-extends only up to 2^32 - 1.
+            asm.rex(true, 0, 0, R9);
+            asm.byte(0xb8 + (R9 & 7));
+            asm.bytes(&end.to_le_bytes()); // mov r9, imm64
+            asm.op_rr(None, true, &[0x39], R9, RSI); // cmp rsi, r9
+        }
+        asm.jcc(Cc::B, reject);
+        if k <= i32::MAX as u32 {
+            Mem { base: RDI, index: None, disp: k as i32 }
+        } else {
+            asm.mov_ri(R9, k);
+            Mem { base: RDI, index: Some(R9), disp: 0 }
+        }
+    }
+}
+
+/// A = the big-endian value at `m`.
+fn load_a(asm: &mut Asm, width: Width, m: Mem) {
+    match width {
+        Width::B => asm.op_mem(None, false, &[0x0f, 0xb6], RAX, m), // movzx eax, byte
+        Width::H => {
+            asm.op_mem(None, false, &[0x0f, 0xb7], RAX, m); // movzx eax, word
+            asm.bytes(&[0x66, 0xc1, 0xc0, 0x08]); // rol ax, 8
+        }
+        Width::W => {
+            asm.op_mem(None, false, &[0x8b], RAX, m); // mov eax, [m]
+            asm.bytes(&[0x0f, 0xc8]); // bswap eax
+        }
+    }
+}
+
+/// Compares (`cmp`) or tests (`test`) the packet bytes at `m` with `k`
+/// converted to network order.
+fn raw_compare(asm: &mut Asm, width: Width, m: Mem, k: u32, is_eq: bool) {
+    match width {
+        Width::B => {
+            asm.op_mem(None, false, &[if is_eq { 0x80 } else { 0xf6 }], if is_eq { 7 } else { 0 }, m);
+            asm.byte(k as u8);
+        }
+        Width::H => {
+            let v = (k as u16).swap_bytes();
+            if is_eq && fits_i8(i64::from(v as i16)) {
+                asm.op_mem(Some(0x66), false, &[0x83], 7, m);
+                asm.byte(v as u8);
+            } else {
+                asm.op_mem(Some(0x66), false, &[if is_eq { 0x81 } else { 0xf7 }], if is_eq { 7 } else { 0 }, m);
+                asm.bytes(&v.to_le_bytes());
+            }
+        }
+        Width::W => {
+            let v = k.swap_bytes();
+            if is_eq && fits_i8(i64::from(v as i32)) {
+                asm.op_mem(None, false, &[0x83], 7, m);
+                asm.byte(v as u8);
+            } else {
+                asm.op_mem(None, false, &[if is_eq { 0x81 } else { 0xf7 }], if is_eq { 7 } else { 0 }, m);
+                asm.imm32(v);
+            }
+        }
+    }
+}
+
+/// Sets the flags for a conditional jump on A and returns the condition
+/// under which the jump goes to its `jt` target.
+fn compare_a(asm: &mut Asm, c: u16, k: u32) -> Cc {
+    let op = c & 0xf0;
+    if c & X != 0 {
+        if op == JSET {
+            asm.op_rr(None, false, &[0x85], RCX, RAX); // test eax, ecx
+        } else {
+            asm.op_rr(None, false, &[0x39], RCX, RAX); // cmp eax, ecx
+        }
+    } else if op == JSET || (op == JEQ && k == 0) {
+        if op == JEQ {
+            asm.op_rr(None, false, &[0x85], RAX, RAX); // test eax, eax
+        } else if k <= 0xff {
+            asm.bytes(&[0xa8, k as u8]); // test al, imm8
+        } else {
+            asm.byte(0xa9); // test eax, imm32
+            asm.imm32(k);
+        }
+    } else {
+        asm.alu_ri(false, 7, RAX, k); // cmp eax, k
+    }
+    match op {
+        JEQ => Cc::E,
+        JGT => Cc::A,
+        JGE => Cc::Ae,
+        _ => Cc::Ne,
+    }
+}
+
+/// Jumps to `t` if `cc` holds, else to `f`, falling through to `next`.
+fn branch(asm: &mut Asm, cc: Cc, t: usize, f: usize, next: usize) {
+    if t == f {
+        if t != next {
+            asm.jmp(t);
+        }
+    } else if t == next {
+        asm.jcc(cc.not(), f);
+    } else {
+        asm.jcc(cc, t);
+        if f != next {
+            asm.jmp(f);
+        }
+    }
+}
+
+/// One ALU instruction on A.
+fn alu(asm: &mut Asm, c: u16, k: u32, reject: usize) {
+    let op = c & 0xf0;
+    if op == NEG {
+        asm.op_rr(None, false, &[0xf7], 3, RAX); // neg eax
+        return;
+    }
+    if c & X != 0 {
+        match op {
+            ADD => asm.op_rr(None, false, &[0x01], RCX, RAX),
+            SUB => asm.op_rr(None, false, &[0x29], RCX, RAX),
+            AND => asm.op_rr(None, false, &[0x21], RCX, RAX),
+            OR => asm.op_rr(None, false, &[0x09], RCX, RAX),
+            XOR => asm.op_rr(None, false, &[0x31], RCX, RAX),
+            MUL => asm.op_rr(None, false, &[0x0f, 0xaf], RAX, RCX), // imul eax, ecx
+            DIV | MOD => {
+                asm.op_rr(None, false, &[0x85], RCX, RCX); // test ecx, ecx
+                asm.jcc(Cc::E, reject);
+                asm.mov_ri(RDX, 0);
+                asm.op_rr(None, false, &[0xf7], 6, RCX); // div ecx
+                if op == MOD {
+                    asm.mov_rr(RAX, RDX);
+                }
+            }
+            _ => {
+                // lsh/rsh x: 0 when X >= 32.
+                asm.mov_ri(R9, 0);
+                asm.op_rr(None, false, &[0xd3], if op == LSH { 4 } else { 5 }, RAX);
+                asm.alu_ri(false, 7, RCX, 32); // cmp ecx, 32
+                asm.op_rr(None, false, &[0x0f, 0x40 | Cc::Ae as u8], RAX, R9); // cmovae eax, r9d
+            }
+        }
+        return;
+    }
+    match op {
+        ADD => asm.alu_ri(false, 0, RAX, k),
+        SUB => asm.alu_ri(false, 5, RAX, k),
+        AND => asm.alu_ri(false, 4, RAX, k),
+        OR => asm.alu_ri(false, 1, RAX, k),
+        XOR => asm.alu_ri(false, 6, RAX, k),
+        MUL => {
+            if fits_i8(i64::from(k as i32)) {
+                asm.op_rr(None, false, &[0x6b], RAX, RAX);
+                asm.byte(k as u8);
+            } else {
+                asm.op_rr(None, false, &[0x69], RAX, RAX);
+                asm.imm32(k);
+            }
+        }
+        DIV | MOD if k == 0 => asm.jmp(reject),
+        DIV if k.is_power_of_two() => shift_k(asm, 5, k.trailing_zeros()),
+        MOD if k.is_power_of_two() => asm.alu_ri(false, 4, RAX, k - 1),
+        DIV | MOD => {
+            asm.mov_ri(RDX, 0);
+            asm.mov_ri(R9, k);
+            asm.op_rr(None, false, &[0xf7], 6, R9); // div r9d
+            if op == MOD {
+                asm.mov_rr(RAX, RDX);
+            }
+        }
+        LSH => shift_k(asm, 4, k & 31),
+        _ => shift_k(asm, 5, k & 31),
+    }
+}
+
+/// `shl`/`shr eax, n` (`ext` 4 or 5); nothing for 0.
+fn shift_k(asm: &mut Asm, ext: u8, n: u32) {
+    if n != 0 {
+        asm.op_rr(None, false, &[0xc1], ext, RAX);
+        asm.byte(n as u8);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asm() -> Asm {
+        Asm { code: Vec::new(), labels: vec![usize::MAX; 1], fixups: Vec::new() }
+    }
+
+    #[test]
+    fn encodings() {
+        // Checked against a disassembler.
+        let mut a = asm();
+        a.op_mem(None, false, &[0x0f, 0xb6], RAX, Mem { base: RDI, index: None, disp: 23 });
+        assert_eq!(a.code, [0x0f, 0xb6, 0x47, 0x17]); // movzx eax, byte [rdi+0x17]
+        let mut a = asm();
+        a.op_mem(None, false, &[0x8b], RAX, scratch(3));
+        assert_eq!(a.code, [0x8b, 0x44, 0x24, 0xcc]); // mov eax, [rsp-0x34]
+        let mut a = asm();
+        a.op_mem(None, false, &[0x0f, 0xb7], RAX, Mem { base: RDI, index: Some(R9), disp: 0 });
+        assert_eq!(a.code, [0x42, 0x0f, 0xb7, 0x04, 0x0f]); // movzx eax, word [rdi+r9]
+        let mut a = asm();
+        a.alu_ri(true, 7, RSI, 14);
+        assert_eq!(a.code, [0x48, 0x83, 0xfe, 0x0e]); // cmp rsi, 14
+        let mut a = asm();
+        a.op_mem(None, true, &[0x8d], R10, Mem { base: R9, index: None, disp: 2 });
+        assert_eq!(a.code, [0x4d, 0x8d, 0x51, 0x02]); // lea r10, [r9+2]
+        let mut a = asm();
+        a.op_rr(None, true, &[0x39], R10, RSI);
+        assert_eq!(a.code, [0x4c, 0x39, 0xd6]); // cmp rsi, r10
+        let mut a = asm();
+        a.mov_ri(R11, 64);
+        assert_eq!(a.code, [0x41, 0xbb, 0x40, 0, 0, 0]); // mov r11d, 64
+        let mut a = asm();
+        a.op_rr(None, false, &[0x0f, 0x43], RAX, R9);
+        assert_eq!(a.code, [0x41, 0x0f, 0x43, 0xc1]); // cmovae eax, r9d
+        let mut a = asm();
+        a.op_mem(Some(0x66), false, &[0x81], 7, Mem { base: RDI, index: None, disp: 12 });
+        assert_eq!(a.code, [0x66, 0x81, 0x7f, 0x0c]); // cmp word [rdi+12], imm16
+    }
+
+    #[test]
+    fn liveness() {
+        let p = [
+            Insn::stmt(LD | H | ABS, 12),
+            Insn::jump(JMP | JEQ | K, 0x800, 0, 1),
+            Insn::stmt(RET | K, 1),
+            Insn::stmt(RET | A, 0),
+        ];
+        assert_eq!(a_live_in(&p, false), [false, true, false, true, false]);
+        assert_eq!(a_live_in(&p, true), [true; 5]);
+    }
+}

@@ -1,0 +1,88 @@
+//! The code pages of a compiled filter are never writable and executable at
+//! once: after compilation the mapping holding the code is `r-xp`, and no
+//! mapping of the process is both writable and executable.
+
+use sift_bpf::insn::op::*;
+use sift_bpf::Insn;
+use sift_jit::JitFilter;
+
+/// (start, end, permissions) of every mapping in /proc/self/maps.
+fn mappings() -> Vec<(usize, usize, String)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    maps.lines()
+        .filter_map(|line| {
+            let mut cols = line.split_whitespace();
+            let range = cols.next()?;
+            let perms = cols.next()?.to_string();
+            let (a, b) = range.split_once('-')?;
+            Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?, perms))
+        })
+        .collect()
+}
+
+#[test]
+fn code_pages_are_never_writable_and_executable() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let prog = [
+        Insn::stmt(LD | H | ABS, 12),
+        Insn::jump(JMP | JEQ | K, 0x800, 0, 1),
+        Insn::stmt(RET | K, 1),
+        Insn::stmt(RET | K, 0),
+    ];
+    let filters: Vec<JitFilter> = (0..8).map(|_| JitFilter::from_program(&prog).expect("compiles")).collect();
+    let maps = mappings();
+    for f in &filters {
+        assert!(f.code_size() > 0);
+        let addr = f.code_addr();
+        let (_, _, perms) = maps
+            .iter()
+            .find(|(a, b, _)| (*a..*b).contains(&addr))
+            .unwrap_or_else(|| panic!("no mapping holds the code at {addr:#x}"));
+        assert_eq!(&perms[..3], "r-x", "code mapping is {perms}");
+        let mut packet = [0u8; 14];
+        packet[12] = 8;
+        assert_eq!(f.run(&packet, 14), 1);
+    }
+    for (a, b, perms) in &maps {
+        assert!(!(perms.contains('w') && perms.contains('x')), "{a:#x}-{b:#x} is {perms}");
+    }
+    // Dropping unmaps the code.
+    let addr = filters[0].code_addr();
+    drop(filters);
+    assert!(!mappings().iter().any(|(a, b, p)| (*a..*b).contains(&addr) && p.contains('x')));
+}
+
+#[test]
+fn invalid_programs_are_refused() {
+    assert!(JitFilter::from_program(&[]).is_err());
+    assert!(JitFilter::from_program(&[Insn::stmt(0x08, 0), Insn::stmt(RET | K, 1)]).is_err());
+    assert!(JitFilter::from_program(&[Insn::stmt(ST, 16), Insn::stmt(RET | K, 1)]).is_err());
+    assert!(JitFilter::from_program(&[Insn::jump(JMP | JEQ | K, 0, 5, 0), Insn::stmt(RET | K, 1)]).is_err());
+}
+
+#[test]
+fn batch_matches_single_runs() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let prog = [
+        Insn::stmt(LD | B | ABS, 0),
+        Insn::jump(JMP | JGT | K, 10, 0, 1),
+        Insn::stmt(RET | A, 0),
+        Insn::stmt(RET | K, 0),
+    ];
+    let f = JitFilter::from_program(&prog).expect("compiles");
+    let bufs: Vec<Vec<u8>> = (0u8..50).map(|i| vec![i; usize::from(i % 3)]).collect();
+    let packets: Vec<(&[u8], u32)> = bufs.iter().map(|b| (b.as_slice(), b.len() as u32)).collect();
+    let mut out = vec![u32::MAX; packets.len() + 3];
+    f.run_batch(&packets, &mut out);
+    for (i, (d, w)) in packets.iter().enumerate() {
+        assert_eq!(out[i], f.run(d, *w));
+    }
+    assert_eq!(&out[packets.len()..], [u32::MAX; 3]);
+    let mut short = [0u32; 2];
+    f.run_batch(&packets, &mut short);
+    f.run_batch(&[], &mut short);
+}
