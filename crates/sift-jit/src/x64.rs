@@ -95,8 +95,12 @@ struct Asm {
     code: Vec<u8>,
     /// Code offset of each label (`usize::MAX` while unbound).
     labels: Vec<usize>,
-    /// (position of a rel32 field, label) pairs to patch.
-    fixups: Vec<(usize, usize)>,
+    /// (position of a rel8/rel32 field, its size, label) for every jump,
+    /// in emission order.
+    fixups: Vec<(usize, u8, usize)>,
+    /// Whether jump number `i` (in emission order) may use a rel8 field
+    /// (from a previous pass with rel32 everywhere).
+    short: Vec<bool>,
 }
 
 impl Asm {
@@ -188,32 +192,63 @@ impl Asm {
         }
     }
 
+    fn is_short(&self) -> bool {
+        self.short.get(self.fixups.len()).copied().unwrap_or(false)
+    }
+
     fn jcc(&mut self, cc: Cc, label: usize) {
-        self.bytes(&[0x0f, 0x80 | cc as u8]);
-        self.fixups.push((self.code.len(), label));
-        self.imm32(0);
+        if self.is_short() {
+            self.byte(0x70 | cc as u8);
+            self.fixups.push((self.code.len(), 1, label));
+            self.byte(0);
+        } else {
+            self.bytes(&[0x0f, 0x80 | cc as u8]);
+            self.fixups.push((self.code.len(), 4, label));
+            self.imm32(0);
+        }
     }
 
     fn jmp(&mut self, label: usize) {
-        self.byte(0xe9);
-        self.fixups.push((self.code.len(), label));
-        self.imm32(0);
+        if self.is_short() {
+            self.byte(0xeb);
+            self.fixups.push((self.code.len(), 1, label));
+            self.byte(0);
+        } else {
+            self.byte(0xe9);
+            self.fixups.push((self.code.len(), 4, label));
+            self.imm32(0);
+        }
     }
 
     fn bind(&mut self, label: usize) {
         self.labels[label] = self.code.len();
     }
 
-    /// Patches every jump; `None` if a label is unbound or out of reach.
+    /// The displacement of every jump (in emission order); `None` if a
+    /// label is unbound or out of 32-bit reach.
+    fn displacements(&self) -> Option<Vec<i64>> {
+        self.fixups
+            .iter()
+            .map(|&(at, size, label)| {
+                let target = *self.labels.get(label)?;
+                if target == usize::MAX {
+                    return None;
+                }
+                let rel = i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
+                i32::try_from(rel).ok().map(i64::from)
+            })
+            .collect()
+    }
+
+    /// Patches every jump; `None` if a displacement does not fit.
     fn finish(mut self) -> Option<Vec<u8>> {
-        for &(at, label) in &self.fixups {
-            let target = *self.labels.get(label)?;
-            if target == usize::MAX {
-                return None;
+        let rels = self.displacements()?;
+        for (&(at, size, _), rel) in self.fixups.iter().zip(rels) {
+            if size == 1 {
+                *self.code.get_mut(at)? = i8::try_from(rel).ok()? as u8;
+            } else {
+                self.code.get_mut(at..at + 4)?.copy_from_slice(&(rel as i32).to_le_bytes());
             }
-            let rel = i64::try_from(target).ok()? - i64::try_from(at + 4).ok()?;
-            let rel = i32::try_from(rel).ok()?;
-            self.code.get_mut(at..at + 4)?.copy_from_slice(&rel.to_le_bytes());
         }
         Some(self.code)
     }
@@ -287,6 +322,21 @@ fn a_live_in(prog: &[Insn], has_backward: bool) -> Vec<bool> {
 /// Compiles a program that `sift_bpf::interp::Program::new` accepted.
 /// Returns `None` only if the code would be too large for 32-bit jumps.
 pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
+    // Two passes: the first with 32-bit jumps everywhere; the second emits
+    // the same instruction sequence with 8-bit jumps where the first pass's
+    // displacement fits. Code only shrinks in the second pass, so those
+    // displacements still fit.
+    let first = emit(prog, Vec::new())?;
+    let short = first.displacements()?.into_iter().map(fits_i8).collect();
+    let second = emit(prog, short)?;
+    if second.code.len() > i32::MAX as usize {
+        return None;
+    }
+    second.finish()
+}
+
+/// Emits the code for `prog` (jump fields unpatched).
+fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
     let len = prog.len();
     let reject = len;
     let mut is_target = vec![false; len + 1];
@@ -340,6 +390,7 @@ pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
         code: Vec::with_capacity(len * 12 + 64),
         labels: vec![usize::MAX; len + 1],
         fixups: Vec::new(),
+        short,
     };
     let wire = if uses_div {
         asm.mov_rr(R8, RDX);
@@ -436,10 +487,7 @@ pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
     asm.bind(reject);
     asm.mov_ri(RAX, 0);
     asm.byte(0xc3);
-    if asm.code.len() > i32::MAX as usize {
-        return None;
-    }
-    asm.finish()
+    Some(asm)
 }
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
@@ -649,7 +697,7 @@ mod tests {
     use super::*;
 
     fn asm() -> Asm {
-        Asm { code: Vec::new(), labels: vec![usize::MAX; 1], fixups: Vec::new() }
+        Asm { code: Vec::new(), labels: vec![usize::MAX; 1], fixups: Vec::new(), short: Vec::new() }
     }
 
     #[test]

@@ -45,7 +45,8 @@ const JUMPS: &[u16] = &[JEQ, JGT, JGE, JSET];
 /// `strict`: obey the kernel validator's rules (no div/mod #0, constant
 /// shifts below 32, only initialized scratch words read, final `ret`).
 fn program(rng: &mut Rng, strict: bool) -> Vec<Insn> {
-    let len = 2 + rng.index(40);
+    // Some long programs, so that jumps need 32-bit displacements.
+    let len = if rng.chance(0.08) { 100 + rng.index(500) } else { 2 + rng.index(40) };
     let mut p = Vec::with_capacity(len + 4);
     // Scratch words written up front (the validator's scan is linear).
     let mut written = 0u16;
