@@ -1,0 +1,253 @@
+//! The measurement loop: compile each filter with each engine, one
+//! warm-up pass, then samples of whole passes over packets held in memory;
+//! match counts must agree everywhere.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::engines::{elapsed_ns, EngineSpec, Runner, Setup};
+use crate::filters::FilterSpec;
+use crate::gen::{generate, Kind, Packet, GEN_SNAPLEN, LINKTYPE_ETHERNET};
+
+/// A capture held in memory.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Name for reports (the kind, or the file name).
+    pub name: String,
+    /// LINKTYPE_* of the packets.
+    pub linktype: u32,
+    /// Snapshot length of the capture.
+    pub snaplen: u32,
+    /// The packets.
+    pub packets: Vec<Packet>,
+}
+
+impl Workload {
+    /// Generates a workload of `kind` in memory.
+    pub fn generated(kind: Kind, count: usize, seed: u64) -> Workload {
+        Workload {
+            name: kind.name().to_string(),
+            linktype: LINKTYPE_ETHERNET,
+            snaplen: GEN_SNAPLEN,
+            packets: generate(kind, count, seed),
+        }
+    }
+
+    /// Reads a pcap or pcapng file into memory. Damage after the last good
+    /// packet is an error (benchmarks want whole files).
+    pub fn load(path: &Path) -> Result<Workload, String> {
+        let cap = sift_pcap::Capture::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut packets = Vec::new();
+        for p in cap.packets() {
+            let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
+            let ts_ns = u64::try_from(p.ts.as_unix_nanos()).unwrap_or(0);
+            packets.push(Packet { ts_ns, wire_len: p.wire_len, data: p.data.to_vec() });
+        }
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(Workload { name, linktype: cap.linktype(), snaplen: cap.snaplen(), packets })
+    }
+
+    /// Total captured bytes.
+    pub fn bytes(&self) -> usize {
+        self.packets.iter().map(|p| p.data.len()).sum()
+    }
+}
+
+/// How to sample.
+#[derive(Clone, Copy, Debug)]
+pub struct SampleOptions {
+    /// Samples per engine × filter (after one warm-up pass).
+    pub samples: usize,
+    /// A sample repeats whole passes until it lasts at least this long
+    /// (the pass count is fixed from the warm-up pass).
+    pub min_sample_ns: u64,
+}
+
+impl Default for SampleOptions {
+    fn default() -> Self {
+        SampleOptions { samples: 20, min_sample_ns: 10_000_000 }
+    }
+}
+
+/// One result: a workload × filter × engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    /// Workload name.
+    pub workload: String,
+    /// Filter name.
+    pub filter: String,
+    /// Filter expression.
+    pub expression: String,
+    /// Engine name.
+    pub engine: String,
+    /// Packets per pass.
+    pub packets: usize,
+    /// Samples taken.
+    pub samples: usize,
+    /// Whole passes per sample.
+    pub passes_per_sample: u64,
+    /// Median of the samples, in millions of packets per second.
+    pub median_mpps: f64,
+    /// Slowest sample (Mpps).
+    pub min_mpps: f64,
+    /// Fastest sample (Mpps).
+    pub max_mpps: f64,
+    /// Nanoseconds per packet of the median sample.
+    pub ns_per_packet: f64,
+    /// Nanoseconds per packet of the fastest sample.
+    pub min_ns_per_packet: f64,
+    /// Nanoseconds per packet of the slowest sample.
+    pub max_ns_per_packet: f64,
+    /// Compile time in nanoseconds.
+    pub compile_ns: u64,
+    /// Program size (cBPF instructions / code bytes), if meaningful.
+    pub program_size: Option<usize>,
+    /// Matching packets per pass.
+    pub matches: u64,
+}
+
+/// Speed samples of one runner: (matches, passes per sample, per-sample
+/// elapsed nanoseconds). Fails if a pass's count differs from the
+/// warm-up's.
+pub fn sample(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) -> Result<(u64, u64, Vec<u64>), String> {
+    let t = Instant::now();
+    let matches = runner.count(black_box(packets));
+    let warm_ns = elapsed_ns(t).max(1);
+    let passes = opts.min_sample_ns.div_ceil(warm_ns).max(1);
+    let mut times = Vec::with_capacity(opts.samples);
+    for _ in 0..opts.samples.max(1) {
+        let t = Instant::now();
+        for _ in 0..passes {
+            let n = runner.count(black_box(packets));
+            if black_box(n) != matches {
+                return Err(format!("the engine counted {n} matches on one pass and {matches} on another"));
+            }
+        }
+        times.push(elapsed_ns(t).max(1));
+    }
+    Ok((matches, passes, times))
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Where two runners first disagree, for the failure message.
+fn first_difference(a: &dyn Runner, b: &dyn Runner, packets: &[Packet]) -> Option<String> {
+    let (i, p) = packets.iter().enumerate().find(|(_, p)| a.matches(&p.data, p.wire_len) != b.matches(&p.data, p.wire_len))?;
+    let head: Vec<String> = p.data.iter().take(64).map(|b| format!("{b:02x}")).collect();
+    Some(format!(
+        "first difference at packet #{} (caplen {}, wire length {}): {}{}",
+        i + 1,
+        p.data.len(),
+        p.wire_len,
+        head.join(""),
+        if p.data.len() > 64 { "…" } else { "" }
+    ))
+}
+
+/// Benchmarks one filter on one workload with every engine that applies.
+/// `progress` is told about each result as it is measured. Fails if an
+/// engine does not compile the filter or if match counts disagree.
+pub fn bench_filter(
+    workload: &Workload,
+    filter: &FilterSpec,
+    engines: &[EngineSpec],
+    opts: &SampleOptions,
+    progress: &mut dyn FnMut(&Measurement),
+) -> Result<Vec<Measurement>, String> {
+    if workload.packets.is_empty() {
+        return Err(format!("workload {} has no packets", workload.name));
+    }
+    let setup = Setup::for_capture(workload.linktype, workload.snaplen);
+    let mut results = Vec::new();
+    let mut runners: Vec<(&'static str, Box<dyn Runner>)> = Vec::new();
+    for e in engines {
+        let built = (e.build)(filter, &setup)
+            .map_err(|m| format!("engine {} cannot compile filter {} ({}): {m}", e.name, filter.name, filter.expr))?;
+        let Some(built) = built else { continue };
+        let (matches, passes, times) = sample(built.runner.as_ref(), &workload.packets, opts)
+            .map_err(|m| format!("{} on {} / {}: {m}", e.name, workload.name, filter.name))?;
+        let n = workload.packets.len() as f64;
+        let mut mpps: Vec<f64> = times.iter().map(|&t| n * passes as f64 * 1e3 / t as f64).collect();
+        mpps.sort_by(f64::total_cmp);
+        let med = median(&mpps);
+        let (lo, hi) = (mpps.first().copied().unwrap_or(f64::NAN), mpps.last().copied().unwrap_or(f64::NAN));
+        let m = Measurement {
+            workload: workload.name.clone(),
+            filter: filter.name.clone(),
+            expression: filter.expr.clone(),
+            engine: e.name.to_string(),
+            packets: workload.packets.len(),
+            samples: times.len(),
+            passes_per_sample: passes,
+            median_mpps: med,
+            min_mpps: lo,
+            max_mpps: hi,
+            ns_per_packet: 1e3 / med,
+            min_ns_per_packet: 1e3 / hi,
+            max_ns_per_packet: 1e3 / lo,
+            compile_ns: built.compile_ns,
+            program_size: built.runner.program_size(),
+            matches,
+        };
+        progress(&m);
+        results.push(m);
+        runners.push((e.name, built.runner));
+    }
+    if let Some(first) = results.first() {
+        if results.iter().any(|r| r.matches != first.matches) {
+            let counts: Vec<String> = results.iter().map(|r| format!("{}={}", r.engine, r.matches)).collect();
+            let mut msg = format!(
+                "MATCH COUNTS DISAGREE on workload {} filter {} ({:?}): {}",
+                workload.name,
+                filter.name,
+                filter.expr,
+                counts.join(", ")
+            );
+            let odd = results.iter().position(|r| r.matches != first.matches).unwrap_or(0);
+            if let (Some(a), Some(b)) = (runners.first(), runners.get(odd)) {
+                if let Some(d) = first_difference(a.1.as_ref(), b.1.as_ref(), &workload.packets) {
+                    msg.push_str(&format!("\n  {} vs {}: {d}", a.0, b.0));
+                }
+            }
+            return Err(msg);
+        }
+    }
+    Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Flaky(std::cell::Cell<u64>);
+    impl Runner for Flaky {
+        fn matches(&self, _: &[u8], _: u32) -> bool {
+            true
+        }
+        fn count(&self, _: &[Packet]) -> u64 {
+            self.0.set(self.0.get() + 1);
+            self.0.get()
+        }
+    }
+
+    #[test]
+    fn unstable_counts_fail() {
+        let w = Workload::generated(Kind::Web, 10, 1);
+        let opts = SampleOptions { samples: 2, min_sample_ns: 0 };
+        assert!(sample(&Flaky(Default::default()), &w.packets, &opts).is_err());
+    }
+
+    #[test]
+    fn median_of_even_and_odd() {
+        assert_eq!(median(&[1.0, 2.0, 10.0]), 2.0);
+        assert_eq!(median(&[1.0, 2.0, 4.0, 10.0]), 3.0);
+        assert!(median(&[]).is_nan());
+    }
+}

@@ -1,0 +1,241 @@
+//! The engines a benchmark compares, as a name → constructor table.
+//!
+//! Adding an engine is one entry in [`ENGINES`]; for a new
+//! [`sift::Engine`] variant it is, e.g.
+//! `EngineSpec { name: "jit", default: true, about: "…", build: |f, s| build_sift(f, s, sift::Engine::Jit) },`
+
+use std::time::Instant;
+
+use crate::filters::FilterSpec;
+use crate::gen::Packet;
+use crate::handwritten;
+use crate::libpcap::Libpcap;
+
+/// A compiled filter, ready to run over packets.
+pub trait Runner {
+    /// Does the packet (captured bytes, original length) match?
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool;
+
+    /// Matching packets in `packets` (one whole pass). The default loop is
+    /// monomorphized for each implementation, so `matches` is called
+    /// statically; engines with a batch entry point override it.
+    fn count(&self, packets: &[Packet]) -> u64 {
+        let mut n = 0u64;
+        for p in packets {
+            n += u64::from(self.matches(&p.data, p.wire_len));
+        }
+        n
+    }
+
+    /// The program's size: cBPF instructions for BPF engines, machine-code
+    /// bytes for native ones; `None` when the notion does not apply.
+    fn program_size(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// What an engine compiles for.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// sift's compile options (link type, snapshot length, savefile mode).
+    pub opts: sift::CompileOptions,
+    /// The capture's LINKTYPE_* value.
+    pub linktype: u32,
+    /// The DLT value to give libpcap.
+    pub dlt: u32,
+}
+
+impl Setup {
+    /// The setup for a savefile of `linktype` (LINKTYPE_*) and `snaplen`,
+    /// compiled as `tcpdump -r` does.
+    pub fn for_capture(linktype: u32, snaplen: u32) -> Setup {
+        let lt = sift::LinkType::from_linktype(linktype);
+        Setup {
+            opts: sift::CompileOptions { linktype: lt, snaplen, netmask: None, savefile: true, swapped: false },
+            linktype,
+            dlt: lt.0,
+        }
+    }
+}
+
+/// A built engine: the runner and how long compiling took.
+pub struct Built {
+    /// The compiled filter.
+    pub runner: Box<dyn Runner>,
+    /// Compile time in nanoseconds (for sift: parse + lower + codegen (+
+    /// engine preparation); for libpcap: `pcap_compile` alone).
+    pub compile_ns: u64,
+}
+
+/// An engine's constructor: `Ok(None)` when the engine does not apply (no
+/// hand-written version of this filter, libpcap not installed), `Err`
+/// when compiling fails.
+pub type BuildFn = fn(&FilterSpec, &Setup) -> Result<Option<Built>, String>;
+
+/// One row of the engine table.
+#[derive(Clone, Copy)]
+pub struct EngineSpec {
+    /// Command-line name.
+    pub name: &'static str,
+    /// Part of the default `--engines` list.
+    pub default: bool,
+    /// One-line description.
+    pub about: &'static str,
+    /// The constructor.
+    pub build: BuildFn,
+}
+
+/// Nanoseconds since `t`.
+pub fn elapsed_ns(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A sift engine behind the facade's `Filter::matches`.
+pub struct SiftRunner(pub sift::Filter);
+
+impl Runner for SiftRunner {
+    #[inline]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.0.matches(data, wire_len)
+    }
+
+    fn program_size(&self) -> Option<usize> {
+        Some(self.0.program().len())
+    }
+}
+
+/// Builds `filter` with sift's `engine`, timing `Filter::with_engine`.
+pub fn build_sift(filter: &FilterSpec, setup: &Setup, engine: sift::Engine) -> Result<Option<Built>, String> {
+    let t = Instant::now();
+    let f = sift::Filter::with_engine(&filter.expr, &setup.opts, engine).map_err(|e| e.render())?;
+    let compile_ns = elapsed_ns(t);
+    Ok(Some(Built { runner: Box::new(SiftRunner(f)), compile_ns }))
+}
+
+/// The reference evaluator has no program: report no size.
+struct ReferenceRunner(sift::Filter);
+
+impl Runner for ReferenceRunner {
+    #[inline]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.0.matches(data, wire_len)
+    }
+}
+
+fn build_reference(filter: &FilterSpec, setup: &Setup) -> Result<Option<Built>, String> {
+    let t = Instant::now();
+    let f = sift::Filter::with_engine(&filter.expr, &setup.opts, sift::Engine::Reference).map_err(|e| e.render())?;
+    let compile_ns = elapsed_ns(t);
+    Ok(Some(Built { runner: Box::new(ReferenceRunner(f)), compile_ns }))
+}
+
+fn build_libpcap(filter: &FilterSpec, setup: &Setup) -> Result<Option<Built>, String> {
+    let Some(lib) = Libpcap::get() else { return Ok(None) };
+    let (f, compile_ns) = lib.compile(&filter.expr, setup.dlt, setup.opts.snaplen, true)?;
+    Ok(Some(Built { runner: Box::new(f), compile_ns }))
+}
+
+fn build_handwritten(filter: &FilterSpec, setup: &Setup) -> Result<Option<Built>, String> {
+    let t = Instant::now();
+    let r = handwritten::lookup(filter, setup.linktype);
+    let compile_ns = elapsed_ns(t);
+    Ok(r.map(|runner| Built { runner, compile_ns }))
+}
+
+/// Accepts every packet: the cost of the loop itself.
+struct AcceptAll;
+
+impl Runner for AcceptAll {
+    #[inline]
+    fn matches(&self, _data: &[u8], _wire_len: u32) -> bool {
+        true
+    }
+}
+
+/// `accept-all` applies to the empty expression only (its count must
+/// agree with the others'), and is reported once per workload.
+fn build_accept_all(filter: &FilterSpec, _setup: &Setup) -> Result<Option<Built>, String> {
+    if !filter.expr.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Built { runner: Box::new(AcceptAll), compile_ns: 0 }))
+}
+
+/// Every engine the harness knows, in presentation order.
+pub const ENGINES: &[EngineSpec] = &[
+    EngineSpec {
+        name: "libpcap",
+        default: true,
+        about: "installed libpcap via dlopen: pcap_compile (optimizer on) + pcap_offline_filter",
+        build: build_libpcap,
+    },
+    EngineSpec {
+        name: "interp",
+        default: true,
+        about: "sift's cBPF interpreter (sift::Engine::Interp)",
+        build: |f, s| build_sift(f, s, sift::Engine::Interp),
+    },
+    EngineSpec {
+        name: "reference",
+        default: false,
+        about: "sift's reference evaluator over the predicate IR (slow)",
+        build: build_reference,
+    },
+    EngineSpec {
+        name: "handwritten",
+        default: true,
+        about: "hand-coded Rust filters for the standard set (Ethernet)",
+        build: build_handwritten,
+    },
+    EngineSpec {
+        name: "accept-all",
+        default: true,
+        about: "a filter that accepts everything (the loop's own cost; empty expression only)",
+        build: build_accept_all,
+    },
+];
+
+/// Resolves a comma-separated engine list (`all` = every engine).
+pub fn select_engines(list: &str) -> Result<Vec<EngineSpec>, String> {
+    let mut out: Vec<EngineSpec> = Vec::new();
+    for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        if word == "all" {
+            for e in ENGINES {
+                if !out.iter().any(|o| o.name == e.name) {
+                    out.push(*e);
+                }
+            }
+            continue;
+        }
+        let e = ENGINES.iter().find(|e| e.name == word).ok_or_else(|| {
+            let names: Vec<&str> = ENGINES.iter().map(|e| e.name).collect();
+            format!("unknown engine '{word}' (known: {})", names.join(", "))
+        })?;
+        if !out.iter().any(|o| o.name == e.name) {
+            out.push(*e);
+        }
+    }
+    if out.is_empty() {
+        return Err("no engines selected".into());
+    }
+    Ok(out)
+}
+
+/// The default engine list.
+pub fn default_engines() -> Vec<EngineSpec> {
+    ENGINES.iter().filter(|e| e.default).copied().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_selection() {
+        assert_eq!(select_engines("interp,interp,handwritten").unwrap().len(), 2);
+        assert_eq!(select_engines("all").unwrap().len(), ENGINES.len());
+        assert!(select_engines("nope").is_err());
+        assert!(select_engines("").is_err());
+        assert!(default_engines().iter().all(|e| e.name != "reference"));
+    }
+}

@@ -1,0 +1,264 @@
+//! Workload generator and side-by-side benchmark harness for sift's filter
+//! engines (`sift gen`, `sift bench`).
+//!
+//! * [`gen`]: deterministic synthetic captures (`tcp5555`, `pingflood`,
+//!   `web`, `mixed`, `ftp`).
+//! * [`filters`]: the built-in standard filter set.
+//! * [`engines`]: the engine table (`libpcap` via `dlopen`, `interp`,
+//!   `reference`, `handwritten`, `accept-all`); one entry adds an engine.
+//! * [`bench`]: compile, warm up, sample whole passes, check that every
+//!   engine's match count agrees.
+//! * [`report`]: terminal table, JSON lines, SVG chart.
+//!
+//! [`gen_main`] and [`bench_main`] are the command-line front ends.
+#![warn(missing_docs)]
+// Only the dlopen'ed libpcap needs unsafe code.
+#![deny(unsafe_code)]
+
+pub mod bench;
+pub mod engines;
+pub mod filters;
+pub mod gen;
+pub mod handwritten;
+#[allow(unsafe_code)]
+pub mod libpcap;
+pub mod report;
+
+use std::io::Write;
+use std::path::Path;
+
+pub use bench::{bench_filter, Measurement, SampleOptions, Workload};
+pub use engines::{EngineSpec, Runner, Setup, ENGINES};
+pub use filters::{standard_filters, FilterSpec};
+pub use gen::{generate, Kind, Packet};
+
+/// Usage of `sift gen`.
+pub const GEN_USAGE: &str = "\
+usage: sift gen KIND [--count N] [--seed S] -w FILE
+  KIND: tcp5555 | pingflood | web | mixed | ftp
+  --count N   packets to generate (default: 20000 for web, 200000 for ftp, 1000000 otherwise)
+  --seed S    random seed (default 1); the same seed gives the same file
+  -w FILE     pcap file to write (Ethernet, microsecond timestamps)";
+
+/// Usage of `sift bench`.
+pub const BENCH_USAGE: &str = "\
+usage: sift bench [options]
+  --workload W[,W...]  pcap/pcapng file or generated kind (tcp5555, pingflood, web, mixed, ftp);
+                       repeatable (default: web)
+  --count N            packets for generated workloads (default per kind: web 20000, ftp 200000, else 1000000)
+  --seed S             seed for generated workloads (default 1)
+  --filters F[,F...]   filter names or groups: all, pflua, swift, bpfperf, misc, ftp (default: all)
+  --expr EXPR          also benchmark this expression (repeatable; named expr1, expr2, ...)
+  --engines E[,E...]   engines (default: libpcap,interp,handwritten,accept-all; 'all' adds reference)
+  --samples N          samples per filter × engine after one warm-up pass (default 20)
+  --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
+  --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
+  --svg FILE           write a bar chart (median, min–max whiskers)
+  --list               list filters and engines, then exit";
+
+/// Skips a leading subcommand word (`gen`/`bench`) if present, so both
+/// `["gen", "web", ...]` and `["web", ...]` are accepted.
+fn strip_subcommand<'a>(args: &'a [String], word: &str) -> &'a [String] {
+    match args.first() {
+        Some(a) if a == word => &args[1..],
+        _ => args,
+    }
+}
+
+/// Takes the value of option `name` at `args[*i]`.
+fn value<'a>(args: &'a [String], i: &mut usize, name: &str) -> Result<&'a str, String> {
+    *i += 1;
+    args.get(*i).map(String::as_str).ok_or_else(|| format!("option {name} needs a value"))
+}
+
+fn parse_num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
+    s.replace('_', "").parse().map_err(|_| format!("invalid value '{s}' for {name}"))
+}
+
+/// `sift gen KIND --count N [--seed S] -w FILE`. `args` are the words after
+/// `gen` (a leading `gen` is skipped).
+pub fn gen_main(args: &[String]) -> Result<(), String> {
+    let args = strip_subcommand(args, "gen");
+    let mut kind: Option<Kind> = None;
+    let mut count: Option<usize> = None;
+    let mut seed: u64 = 1;
+    let mut out: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "--count" | "-c" => count = Some(parse_num(value(args, &mut i, a)?, a)?),
+            "--seed" => seed = parse_num(value(args, &mut i, a)?, a)?,
+            "-w" | "--write" => out = Some(value(args, &mut i, a)?.to_string()),
+            "-h" | "--help" => return Err(GEN_USAGE.to_string()),
+            _ if a.starts_with('-') => return Err(format!("unknown option {a}\n{GEN_USAGE}")),
+            _ if kind.is_none() => kind = Some(a.parse()?),
+            _ => return Err(format!("unexpected argument {a}\n{GEN_USAGE}")),
+        }
+        i += 1;
+    }
+    let kind = kind.ok_or_else(|| format!("missing workload KIND\n{GEN_USAGE}"))?;
+    let out = out.ok_or_else(|| format!("missing -w FILE\n{GEN_USAGE}"))?;
+    let count = count.unwrap_or_else(|| kind.default_count());
+    let packets = generate(kind, count, seed);
+    gen::write_pcap_file(Path::new(&out), &packets).map_err(|e| format!("{out}: {e}"))?;
+    Ok(())
+}
+
+/// Parsed `sift bench` options.
+#[derive(Clone, Debug, Default)]
+pub struct BenchArgs {
+    /// Files or kinds.
+    pub workloads: Vec<String>,
+    /// Packets for generated workloads (`None` = per-kind default).
+    pub count: Option<usize>,
+    /// Seed for generated workloads.
+    pub seed: u64,
+    /// Filter selection (names/groups), `None` = all.
+    pub filters: Option<String>,
+    /// Extra expressions.
+    pub exprs: Vec<String>,
+    /// Engine selection, `None` = defaults.
+    pub engines: Option<String>,
+    /// Sampling.
+    pub samples: usize,
+    /// Minimum sample duration in ms.
+    pub min_sample_ms: u64,
+    /// JSON lines on stdout.
+    pub json: bool,
+    /// SVG output file.
+    pub svg: Option<String>,
+    /// List and exit.
+    pub list: bool,
+}
+
+/// Parses `sift bench` arguments (a leading `bench` is skipped).
+pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
+    let args = strip_subcommand(args, "bench");
+    let mut b = BenchArgs { seed: 1, samples: 20, min_sample_ms: 10, ..Default::default() };
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "--workload" | "--workloads" | "-r" => {
+                b.workloads.extend(value(args, &mut i, a)?.split(',').filter(|s| !s.is_empty()).map(String::from))
+            }
+            "--count" | "-c" => b.count = Some(parse_num(value(args, &mut i, a)?, a)?),
+            "--seed" => b.seed = parse_num(value(args, &mut i, a)?, a)?,
+            "--filters" | "--filter" => b.filters = Some(value(args, &mut i, a)?.to_string()),
+            "--expr" => b.exprs.push(value(args, &mut i, a)?.to_string()),
+            "--engines" | "--engine" => b.engines = Some(value(args, &mut i, a)?.to_string()),
+            "--samples" => b.samples = parse_num(value(args, &mut i, a)?, a)?,
+            "--min-sample-ms" => b.min_sample_ms = parse_num(value(args, &mut i, a)?, a)?,
+            "--json" => b.json = true,
+            "--svg" => b.svg = Some(value(args, &mut i, a)?.to_string()),
+            "--list" => b.list = true,
+            "-h" | "--help" => return Err(BENCH_USAGE.to_string()),
+            _ => return Err(format!("unknown argument {a}\n{BENCH_USAGE}")),
+        }
+        i += 1;
+    }
+    if b.samples == 0 {
+        return Err("--samples must be at least 1".into());
+    }
+    if b.workloads.is_empty() {
+        b.workloads.push("web".into());
+    }
+    Ok(b)
+}
+
+/// The filters a run uses: the selection plus `--expr` expressions.
+pub fn filters_for(b: &BenchArgs) -> Result<Vec<FilterSpec>, String> {
+    let mut fs = match &b.filters {
+        Some(list) => filters::select_filters(list)?,
+        None if b.exprs.is_empty() => standard_filters(),
+        None => Vec::new(),
+    };
+    for (i, e) in b.exprs.iter().enumerate() {
+        fs.push(FilterSpec { name: format!("expr{}", i + 1), expr: e.clone(), groups: &[] });
+    }
+    Ok(fs)
+}
+
+/// Loads (file) or generates (kind) a workload.
+pub fn workload_for(w: &str, count: Option<usize>, seed: u64) -> Result<Workload, String> {
+    if Path::new(w).exists() {
+        return Workload::load(Path::new(w));
+    }
+    match w.parse::<Kind>() {
+        Ok(kind) => Ok(Workload::generated(kind, count.unwrap_or_else(|| kind.default_count()), seed)),
+        Err(e) => Err(format!("{w}: no such file, and {e}")),
+    }
+}
+
+/// Runs a whole benchmark: every workload × filter × engine. Results go
+/// to `on_result` as they are measured. Stops at the first failure
+/// (compile error, disagreeing match counts).
+pub fn run(b: &BenchArgs, on_result: &mut dyn FnMut(&Measurement)) -> Result<Vec<Measurement>, String> {
+    let filters = filters_for(b)?;
+    let engines = match &b.engines {
+        Some(list) => engines::select_engines(list)?,
+        None => engines::default_engines(),
+    };
+    let opts = SampleOptions { samples: b.samples, min_sample_ns: b.min_sample_ms.saturating_mul(1_000_000) };
+    let mut all = Vec::new();
+    for w in &b.workloads {
+        let workload = workload_for(w, b.count, b.seed)?;
+        for f in &filters {
+            all.extend(bench_filter(&workload, f, &engines, &opts, on_result)?);
+        }
+    }
+    Ok(all)
+}
+
+/// `sift bench ...`: `args` are the words after `bench` (a leading
+/// `bench` is skipped). Prints a table (stdout, or stderr with `--json`),
+/// JSON lines with `--json`, writes `--svg`. Returns an error — the caller
+/// should exit non-zero — when a filter fails to compile or the engines'
+/// match counts disagree.
+pub fn bench_main(args: &[String]) -> Result<(), String> {
+    let b = parse_bench_args(args)?;
+    if b.list {
+        println!("filters:");
+        for f in standard_filters() {
+            let e = if f.expr.len() > 90 {
+                format!("{}… ({} chars)", f.expr.chars().take(90).collect::<String>(), f.expr.len())
+            } else {
+                f.expr.clone()
+            };
+            println!("  {:<17} [{}] {}", f.name, f.groups.join(","), if e.is_empty() { "(empty)".into() } else { e });
+        }
+        println!("engines:");
+        for e in ENGINES {
+            println!("  {:<12} {}{}", e.name, e.about, if e.default { " (default)" } else { "" });
+        }
+        match libpcap::Libpcap::get() {
+            Some(l) => println!("libpcap: {}", l.version()),
+            None => println!("libpcap: not found (engine libpcap skipped)"),
+        }
+        return Ok(());
+    }
+    let json = b.json;
+    let mut table_out: Box<dyn Write> = if json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
+    let _ = writeln!(table_out, "{}", report::table_header());
+    let wants_libpcap = b.engines.as_deref().is_none_or(|l| l.split(',').any(|e| e.trim() == "libpcap" || e.trim() == "all"));
+    if wants_libpcap && libpcap::Libpcap::get().is_none() {
+        eprintln!("note: libpcap not found; engine libpcap skipped");
+    }
+    let mut stdout = std::io::stdout();
+    let result = run(&b, &mut |m| {
+        let _ = writeln!(table_out, "{}", report::table_row(m));
+        if json {
+            let _ = writeln!(stdout, "{}", report::json_line(m));
+        }
+    });
+    let results = result?;
+    let summary = report::ratio_summary(&results, "libpcap");
+    if !summary.is_empty() {
+        let _ = write!(table_out, "\n{summary}");
+    }
+    if let Some(path) = &b.svg {
+        std::fs::write(path, report::svg_chart(&results)).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
