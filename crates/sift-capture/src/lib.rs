@@ -1,0 +1,872 @@
+//! Zero-copy live capture on Linux for sift.
+//!
+//! An AF_PACKET socket with a TPACKET_V3 receive ring mapped into the
+//! process: the kernel fills blocks of packets, sift reads (and writes out)
+//! the packets straight from the mapped blocks, then hands each block back.
+//!
+//! ```text
+//! NIC ─▶ kernel ─▶ SO_ATTACH_FILTER (sift's cBPF) ─▶ ring block ─▶ Block ─▶ Packet<'block> ─▶ pcap
+//! ```
+//!
+//! * [`Capture::open`] creates the socket and ring for an interface
+//!   ([`Config`], [`RingConfig`]); `any` captures on every interface in
+//!   LINUX_SLL2 cooked mode.
+//! * [`Capture::set_filter`] installs a compiled [`sift::Filter`]: its cBPF
+//!   runs in the kernel (rejected packets never reach the ring) when the
+//!   kernel can run it exactly, in user space otherwise ([`Placement`]).
+//! * [`Capture::next_block`] waits for a retired block; [`Block::packets`]
+//!   iterates its packets, whose byte slices borrow the block, so a packet
+//!   cannot outlive the block's return to the kernel.
+//! * VLAN tags the kernel stripped are put back in place (as libpcap does),
+//!   so `vlan` filters and written files see the frame as it was on the wire.
+//! * [`Capture::stats`] accumulates `PACKET_STATISTICS` (which resets on
+//!   every read).
+//! * [`capture_main`] is the `sift -i` loop: filter, `-c`, `-w`, `-U`,
+//!   SIGINT/SIGTERM, tcpdump's statistics lines.
+//!
+//! Live capture needs root or CAP_NET_RAW ([`Error::Permission`]).
+
+#![warn(missing_docs)]
+
+pub mod frame;
+mod run;
+mod sys;
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::os::fd::OwnedFd;
+
+use frame::{FrameHeader, Framing};
+use sift::{Filter, Insn};
+
+pub use run::{capture_main, capture_with, CaptureArgs};
+
+/// LINKTYPE/DLT value of Ethernet.
+pub const DLT_EN10MB: u32 = 1;
+/// DLT value of raw IP (`DLT_RAW` on Linux).
+pub const DLT_RAW: u32 = 12;
+/// DLT value of Linux cooked capture v2.
+pub const DLT_LINUX_SLL2: u32 = 276;
+/// The default snapshot length (libpcap's).
+pub const DEFAULT_SNAPLEN: u32 = sift::DEFAULT_SNAPLEN;
+
+/// Geometry and latency of the receive ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Bytes per block (a multiple of the page size, a power of two).
+    pub block_size: u32,
+    /// Number of blocks.
+    pub block_count: u32,
+    /// Milliseconds after which the kernel hands over a block that is not
+    /// full (the latency bound at low packet rates).
+    pub block_timeout_ms: u32,
+}
+
+impl Default for RingConfig {
+    /// 8 blocks of 1 MiB (4× libpcap's default buffer), 50 ms retire
+    /// timeout.
+    fn default() -> Self {
+        RingConfig {
+            block_size: 1 << 20,
+            block_count: 8,
+            block_timeout_ms: 50,
+        }
+    }
+}
+
+/// What to capture and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Interface name, or `any` for every interface (cooked SLL2 headers).
+    pub interface: String,
+    /// Put the interface in promiscuous mode (ignored for `any`).
+    pub promisc: bool,
+    /// Bytes kept of each packet (0 means the default 262144).
+    pub snaplen: u32,
+    /// Ring geometry.
+    pub ring: RingConfig,
+    /// Do not capture packets this host sends (`PACKET_IGNORE_OUTGOING`).
+    pub ignore_outgoing: bool,
+}
+
+impl Config {
+    /// Defaults for `interface`: promiscuous, default snaplen and ring.
+    pub fn new(interface: &str) -> Config {
+        Config {
+            interface: interface.to_string(),
+            promisc: true,
+            snaplen: DEFAULT_SNAPLEN,
+            ring: RingConfig::default(),
+            ignore_outgoing: false,
+        }
+    }
+}
+
+/// Why a capture could not be set up or run.
+#[derive(Debug)]
+pub enum Error {
+    /// Creating the packet socket was refused (not root, no CAP_NET_RAW).
+    Permission,
+    /// No interface of that name.
+    NoSuchDevice(String),
+    /// The ring geometry is invalid.
+    BadRing(String),
+    /// A system call failed; `what` says which step.
+    Io {
+        /// The step that failed.
+        what: &'static str,
+        /// The system error.
+        error: io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Permission => write!(f, "live capture needs root or CAP_NET_RAW"),
+            Error::NoSuchDevice(d) => write!(f, "{d}: No such device exists"),
+            Error::BadRing(m) => write!(f, "invalid ring configuration: {m}"),
+            Error::Io { what, error } => write!(f, "{what}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> Error {
+    move |error| Error::Io { what, error }
+}
+
+/// A network interface as `-D` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    /// Interface name (`any` for the pseudo-device).
+    pub name: String,
+    /// Kernel interface index (0 for `any`).
+    pub index: i32,
+    /// ARPHRD_* hardware type.
+    pub arphrd: u16,
+    /// IFF_* flags.
+    pub flags: u32,
+}
+
+const IFF_UP: u32 = 0x1;
+const IFF_LOOPBACK: u32 = 0x8;
+const IFF_RUNNING: u32 = 0x40;
+
+impl Interface {
+    /// Looks an interface up by name in the calling thread's network
+    /// namespace (`any` is the pseudo-device).
+    pub fn by_name(name: &str) -> Result<Interface, Error> {
+        if name == "any" {
+            return Ok(Interface {
+                name: "any".into(),
+                index: 0,
+                arphrd: 0xffff,
+                flags: IFF_UP | IFF_RUNNING,
+            });
+        }
+        match sys::iface_info(name) {
+            Ok(Some((index, arphrd, flags))) => Ok(Interface {
+                name: name.to_string(),
+                index,
+                arphrd,
+                flags,
+            }),
+            Ok(None) => Err(Error::NoSuchDevice(name.to_string())),
+            Err(error) => Err(Error::Io {
+                what: "interface lookup",
+                error,
+            }),
+        }
+    }
+
+    /// The link type of packets captured on this interface (DLT value) and
+    /// whether the kernel must be asked for cooked (SOCK_DGRAM) packets.
+    ///
+    /// Ethernet and loopback give EN10MB, `ARPHRD_NONE` (tun) gives RAW,
+    /// 802.11 and radiotap their DLTs; `any` and every other hardware type
+    /// give LINUX_SLL2 in cooked mode.
+    pub fn link(&self) -> (u32, bool) {
+        if self.name == "any" {
+            return (DLT_LINUX_SLL2, true);
+        }
+        match self.arphrd {
+            1 | 772 => (DLT_EN10MB, false), // ETHER, LOOPBACK
+            0xfffe => (DLT_RAW, false),     // NONE
+            801 => (105, false),            // IEEE80211
+            803 => (127, false),            // IEEE80211_RADIOTAP
+            _ => (DLT_LINUX_SLL2, true),
+        }
+    }
+
+    /// Is the interface up?
+    pub fn is_up(&self) -> bool {
+        self.flags & IFF_UP != 0
+    }
+
+    /// The `tcpdump -D` description of the flags.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.flags & IFF_UP != 0 {
+            parts.push("Up");
+        }
+        if self.flags & IFF_RUNNING != 0 {
+            parts.push("Running");
+        }
+        if self.flags & IFF_LOOPBACK != 0 {
+            parts.push("Loopback");
+        }
+        if self.name == "any" {
+            format!(
+                "any (Pseudo-device that captures on all interfaces) [{}]",
+                parts.join(", ")
+            )
+        } else {
+            format!("{} [{}]", self.name, parts.join(", "))
+        }
+    }
+}
+
+/// Every interface of the calling thread's network namespace plus `any`,
+/// ordered roughly as tcpdump `-D` does (up first, loopback after the
+/// others, `any` after the interfaces that are up).
+pub fn list_interfaces() -> io::Result<Vec<Interface>> {
+    // /proc/thread-self/net/dev follows the thread's namespace (unlike
+    // /sys/class/net, which follows the sysfs mount's).
+    let dev = fs::read_to_string("/proc/thread-self/net/dev")
+        .or_else(|_| fs::read_to_string("/proc/net/dev"))?;
+    let mut v = Vec::new();
+    for line in dev.lines().skip(2) {
+        let Some((name, _)) = line.split_once(':') else {
+            continue;
+        };
+        if let Ok(i) = Interface::by_name(name.trim()) {
+            v.push(i);
+        }
+    }
+    v.push(Interface::by_name("any").map_err(|e| io::Error::other(e.to_string()))?);
+    let rank = |i: &Interface| {
+        let lo = i.flags & IFF_LOOPBACK != 0;
+        let any = i.name == "any";
+        (!i.is_up(), lo, any, i.index)
+    };
+    v.sort_by_key(rank);
+    Ok(v)
+}
+
+/// The `tcpdump -D` listing: `1.eth0 [Up, Running]` lines.
+pub fn interface_listing() -> io::Result<String> {
+    let mut s = String::new();
+    for (n, i) in list_interfaces()?.iter().enumerate() {
+        s.push_str(&format!("{}.{}\n", n + 1, i.describe()));
+    }
+    Ok(s)
+}
+
+/// Where the filter runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// No filter: every packet is captured.
+    None,
+    /// In the kernel; only packets whose VLAN tag the kernel stripped
+    /// (invisible to an in-kernel filter) are passed up and filtered again
+    /// in user space after the tag is put back.
+    Kernel,
+    /// Entirely in user space (cooked mode, or the kernel refused the
+    /// program).
+    Userland,
+}
+
+/// Capture counters, as tcpdump reports them plus sift's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Packets handed to the application (written).
+    pub captured: u64,
+    /// Packets the kernel's socket filter accepted (drops included), as
+    /// libpcap's `ps_recv`.
+    pub received_by_filter: u64,
+    /// Packets the kernel dropped because the ring was full.
+    pub dropped_by_kernel: u64,
+    /// Packets sift could not present (malformed ring frames) or lost
+    /// after reading them.
+    pub dropped_by_sift: u64,
+    /// Packets that reached the ring but failed the user-space filter.
+    pub filtered_in_userland: u64,
+}
+
+impl Stats {
+    /// tcpdump's exit lines (`N packets captured`, `... received by
+    /// filter`, `... dropped by kernel`) plus `N packets dropped by sift`.
+    pub fn tcpdump_lines(&self) -> String {
+        let line =
+            |n: u64, what: &str| format!("{n} packet{} {what}\n", if n == 1 { "" } else { "s" });
+        let mut s = String::new();
+        s.push_str(&line(self.captured, "captured"));
+        s.push_str(&line(self.received_by_filter, "received by filter"));
+        s.push_str(&line(self.dropped_by_kernel, "dropped by kernel"));
+        s.push_str(&line(self.dropped_by_sift, "dropped by sift"));
+        s
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    delivered: u64,
+    malformed: u64,
+    userland_rejected: u64,
+    kernel_packets: u64,
+    kernel_drops: u64,
+}
+
+/// One live capture: a packet socket and its mapped TPACKET_V3 ring.
+pub struct Capture {
+    fd: OwnedFd,
+    map: sys::Mapping,
+    iface: Interface,
+    linktype: u32,
+    framing: Framing,
+    snaplen: u32,
+    ring: RingConfig,
+    promisc: bool,
+    active: bool,
+    next: usize,
+    filter: Option<Filter>,
+    placement: Placement,
+    counters: Counters,
+}
+
+impl fmt::Debug for Capture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("interface", &self.iface.name)
+            .field("linktype", &self.linktype)
+            .field("snaplen", &self.snaplen)
+            .field("ring", &self.ring)
+            .field("placement", &self.placement)
+            .finish()
+    }
+}
+
+fn page_size() -> u32 {
+    4096
+}
+
+impl Capture {
+    /// Creates the socket and the ring for `cfg.interface`. The socket
+    /// receives nothing until [`Capture::activate`] (called by the first
+    /// [`Capture::next_block`]), so a filter set in between applies to the
+    /// very first packet.
+    pub fn open(cfg: &Config) -> Result<Capture, Error> {
+        let iface = Interface::by_name(&cfg.interface)?;
+        let (linktype, cooked) = iface.link();
+        let r = cfg.ring;
+        if r.block_size < page_size() || !r.block_size.is_power_of_two() {
+            return Err(Error::BadRing(format!(
+                "block size {} is not a power of two of at least {}",
+                r.block_size,
+                page_size()
+            )));
+        }
+        if r.block_count == 0 {
+            return Err(Error::BadRing("no blocks".into()));
+        }
+        let snaplen = if cfg.snaplen == 0 {
+            DEFAULT_SNAPLEN
+        } else {
+            cfg.snaplen
+        };
+        let fd = sys::packet_socket(cooked).map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM | libc::EACCES) => Error::Permission,
+            _ => Error::Io {
+                what: "socket(AF_PACKET)",
+                error: e,
+            },
+        })?;
+        sys::set_tpacket_v3(&fd).map_err(io_err("PACKET_VERSION TPACKET_V3"))?;
+        let framing = if cooked {
+            Framing::CookedSll2
+        } else {
+            Framing::Raw {
+                reinsert_vlan: linktype == DLT_EN10MB,
+            }
+        };
+        let reserve = if cooked {
+            frame::SLL2_HDR_LEN
+        } else {
+            frame::VLAN_TAG_LEN
+        };
+        sys::set_reserve(&fd, reserve as u32).map_err(io_err("PACKET_RESERVE"))?;
+        if cfg.ignore_outgoing {
+            sys::set_ignore_outgoing(&fd).map_err(io_err("PACKET_IGNORE_OUTGOING"))?;
+        }
+        // The frame size only has to divide the block size in V3.
+        let frame_size = 2048u32.min(r.block_size);
+        let frames_per_block = r.block_size / frame_size;
+        let frame_nr = frames_per_block
+            .checked_mul(r.block_count)
+            .ok_or_else(|| Error::BadRing("too many blocks".into()))?;
+        let req = sys::TpacketReq3 {
+            block_size: r.block_size,
+            block_nr: r.block_count,
+            frame_size,
+            frame_nr,
+            retire_blk_tov: r.block_timeout_ms,
+            sizeof_priv: 0,
+            feature_req_word: 0,
+        };
+        sys::set_rx_ring(&fd, &req).map_err(io_err("PACKET_RX_RING"))?;
+        let map = sys::Mapping::new(&fd, r.block_size as usize, r.block_count as usize)
+            .map_err(io_err("mmap of the ring"))?;
+        let mut cap = Capture {
+            fd,
+            map,
+            linktype,
+            framing,
+            snaplen,
+            ring: r,
+            promisc: cfg.promisc && iface.name != "any",
+            iface,
+            active: false,
+            next: 0,
+            filter: None,
+            placement: Placement::None,
+            counters: Counters::default(),
+        };
+        // Without a filter the kernel still truncates to the snapshot length.
+        cap.set_filter(None)?;
+        Ok(cap)
+    }
+
+    /// The link type of the captured packets (DLT value; the LINKTYPE
+    /// value for files is the same for every type this crate produces).
+    pub fn linktype(&self) -> u32 {
+        self.linktype
+    }
+
+    /// The interface.
+    pub fn interface(&self) -> &Interface {
+        &self.iface
+    }
+
+    /// The snapshot length.
+    pub fn snaplen(&self) -> u32 {
+        self.snaplen
+    }
+
+    /// Where the current filter runs.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Options to compile a filter for this capture with (link type,
+    /// snapshot length; live semantics).
+    pub fn compile_options(&self) -> sift::CompileOptions {
+        sift::CompileOptions {
+            linktype: sift::LinkType(self.linktype),
+            snaplen: self.snaplen,
+            ..Default::default()
+        }
+    }
+
+    /// Installs `filter` (compiled with [`Capture::compile_options`]), or
+    /// removes the filter with `None`. Returns where it runs.
+    ///
+    /// In raw (non-cooked) mode the program is attached with
+    /// SO_ATTACH_FILTER behind a two-instruction prefix that lets through
+    /// packets whose VLAN tag the kernel stripped (the kernel runs socket
+    /// filters on the untagged frame); those are filtered again in user
+    /// space once the tag is back. In cooked mode (`any`) the program's
+    /// offsets refer to the SLL2 header, which the kernel does not have, so
+    /// the filter runs in user space. If the kernel refuses the program,
+    /// it runs in user space too.
+    ///
+    /// On an active capture, packets already in the ring passed the
+    /// previous filter.
+    pub fn set_filter(&mut self, filter: Option<Filter>) -> Result<Placement, Error> {
+        let accept_all = [Insn::stmt(0x06, self.snaplen)]; // ret #snaplen
+        let placement = match (&filter, self.framing) {
+            (None, _) => {
+                // Truncation in the kernel; a refusal here is harmless.
+                let _ = sys::attach_filter(&self.fd, &accept_all);
+                Placement::None
+            }
+            (Some(_), Framing::CookedSll2) => {
+                let _ = sys::attach_filter(&self.fd, &accept_all);
+                Placement::Userland
+            }
+            (Some(f), Framing::Raw { .. }) => {
+                let prog = vlan_passthrough(f.program(), self.snaplen);
+                match sys::attach_filter(&self.fd, &prog) {
+                    Ok(()) => Placement::Kernel,
+                    Err(_) => {
+                        sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"))?;
+                        let _ = sys::attach_filter(&self.fd, &accept_all);
+                        Placement::Userland
+                    }
+                }
+            }
+        };
+        self.filter = filter;
+        self.placement = placement;
+        Ok(placement)
+    }
+
+    /// Binds the socket to the interface (and sets promiscuous mode): from
+    /// now on packets flow into the ring. Idempotent.
+    pub fn activate(&mut self) -> Result<(), Error> {
+        if self.active {
+            return Ok(());
+        }
+        if self.promisc {
+            sys::add_promisc(&self.fd, self.iface.index)
+                .map_err(io_err("PACKET_ADD_MEMBERSHIP promisc"))?;
+        }
+        sys::bind(&self.fd, self.iface.index).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENODEV) => Error::NoSuchDevice(self.iface.name.clone()),
+            Some(libc::ENETDOWN) => Error::Io {
+                what: "bind (interface down)",
+                error: e,
+            },
+            _ => Error::Io {
+                what: "bind",
+                error: e,
+            },
+        })?;
+        self.active = true;
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` (negative: forever) for the next block the
+    /// kernel retired. `Ok(None)` on timeout or when a signal interrupted
+    /// the wait.
+    pub fn next_block(&mut self, timeout_ms: i32) -> Result<Option<Block<'_>>, Error> {
+        self.activate()?;
+        let n = self.map.block_nr();
+        if !self.map.block_ready(self.next) {
+            sys::poll_in(&self.fd, timeout_ms).map_err(io_err("poll"))?;
+            if !self.map.block_ready(self.next) {
+                return Ok(None);
+            }
+        }
+        let index = self.next;
+        self.next = (self.next + 1) % n.max(1);
+        let user_filter = match self.placement {
+            Placement::None => UserFilter::None,
+            Placement::Kernel => UserFilter::VlanOnly,
+            Placement::Userland => UserFilter::All,
+        };
+        Ok(Some(Block {
+            map: &mut self.map,
+            index,
+            consumed: false,
+            framing: self.framing,
+            snaplen: self.snaplen,
+            filter: self.filter.as_ref(),
+            user_filter,
+            counters: &mut self.counters,
+        }))
+    }
+
+    /// Reads the kernel's counters (which resets them), adds them to the
+    /// totals and returns the totals.
+    pub fn stats(&mut self) -> Result<Stats, Error> {
+        let (packets, drops) = sys::packet_stats(&self.fd).map_err(io_err("PACKET_STATISTICS"))?;
+        self.counters.kernel_packets += u64::from(packets);
+        self.counters.kernel_drops += u64::from(drops);
+        let c = &self.counters;
+        Ok(Stats {
+            captured: c.delivered,
+            received_by_filter: c.kernel_packets,
+            dropped_by_kernel: c.kernel_drops,
+            dropped_by_sift: c.malformed,
+            filtered_in_userland: c.userland_rejected,
+        })
+    }
+}
+
+/// `prog` behind a prefix that accepts (`ret #snaplen`) every packet whose
+/// VLAN tag the kernel stripped: `ld vlan_avail; jeq #0, +1, +0; ret #snaplen`.
+/// Jumps are relative, so the program after the prefix is unchanged.
+pub fn vlan_passthrough(prog: &[Insn], snaplen: u32) -> Vec<Insn> {
+    // SKF_AD_OFF (-0x1000) + SKF_AD_VLAN_TAG_PRESENT (48).
+    const VLAN_TAG_PRESENT: u32 = 0xffff_f000 + 48;
+    let mut v = Vec::with_capacity(prog.len() + 3);
+    v.push(Insn::stmt(0x20, VLAN_TAG_PRESENT)); // ld [vlan_avail]
+    v.push(Insn::jump(0x15, 0, 1, 0)); // jeq #0, skip the ret
+    v.push(Insn::stmt(0x06, snaplen)); // ret #snaplen
+    v.extend_from_slice(prog);
+    v
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UserFilter {
+    None,
+    VlanOnly,
+    All,
+}
+
+/// A block the kernel handed over. Its packets borrow it; dropping it
+/// returns the block to the kernel.
+pub struct Block<'c> {
+    map: &'c mut sys::Mapping,
+    index: usize,
+    consumed: bool,
+    framing: Framing,
+    snaplen: u32,
+    filter: Option<&'c Filter>,
+    user_filter: UserFilter,
+    counters: &'c mut Counters,
+}
+
+impl Block<'_> {
+    /// The packets of the block that pass the filter, rebuilt in place
+    /// (VLAN tags back, SLL2 headers) and truncated to the snapshot length.
+    /// A block can be iterated once: a second call yields nothing.
+    pub fn packets(&mut self) -> Packets<'_> {
+        let first = std::mem::replace(&mut self.consumed, true);
+        let (rest, remaining) = match (first, self.map.block_mut(self.index)) {
+            (false, Some(mem)) => match frame::block_header(mem) {
+                Some(h) => {
+                    let used = (h.len as usize).min(mem.len());
+                    let start = (h.first as usize).min(used);
+                    let mem: &mut [u8] = &mut mem[..used];
+                    (mem.get_mut(start..).unwrap_or_default(), h.num_pkts)
+                }
+                None => (Default::default(), 0),
+            },
+            _ => (Default::default(), 0),
+        };
+        Packets {
+            rest,
+            remaining,
+            framing: self.framing,
+            snaplen: self.snaplen as usize,
+            filter: self.filter,
+            user_filter: self.user_filter,
+            counters: self.counters,
+        }
+    }
+}
+
+impl Drop for Block<'_> {
+    fn drop(&mut self) {
+        self.map.release(self.index);
+    }
+}
+
+/// One captured packet, borrowed from its ring block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<'b> {
+    /// The captured bytes (at most the snapshot length).
+    pub data: &'b [u8],
+    /// Length on the wire (including a VLAN tag or SLL2 header put back).
+    pub wire_len: u32,
+    /// Timestamp: seconds since the epoch.
+    pub sec: u32,
+    /// Timestamp: nanoseconds.
+    pub nsec: u32,
+    /// Interface index the packet was seen on.
+    pub ifindex: i32,
+    /// `PACKET_HOST`, `PACKET_OUTGOING`, ... (`sll_pkttype`).
+    pub pkttype: u8,
+    /// Whether a VLAN tag stripped by the kernel was put back.
+    pub vlan_reinserted: bool,
+}
+
+/// Iterator over the packets of a [`Block`].
+pub struct Packets<'b> {
+    rest: &'b mut [u8],
+    remaining: u32,
+    framing: Framing,
+    snaplen: usize,
+    filter: Option<&'b Filter>,
+    user_filter: UserFilter,
+    counters: &'b mut Counters,
+}
+
+impl<'b> Iterator for Packets<'b> {
+    type Item = Packet<'b>;
+
+    fn next(&mut self) -> Option<Packet<'b>> {
+        while self.remaining > 0 {
+            self.remaining -= 1;
+            let rest = std::mem::take(&mut self.rest);
+            let Some(h) = FrameHeader::parse(rest) else {
+                self.counters.malformed += u64::from(self.remaining) + 1;
+                self.remaining = 0;
+                return None;
+            };
+            let next = h.next_offset as usize;
+            let (frame, tail) = if self.remaining > 0 && next > 0 && next <= rest.len() {
+                rest.split_at_mut(next)
+            } else {
+                if self.remaining > 0 {
+                    // Inconsistent chain: the rest of the block is lost.
+                    self.counters.malformed += u64::from(self.remaining);
+                    self.remaining = 0;
+                }
+                let len = rest.len();
+                rest.split_at_mut(len)
+            };
+            self.rest = tail;
+            let Some(r) = frame::rebuild(frame, &h, self.framing) else {
+                self.counters.malformed += 1;
+                continue;
+            };
+            let frame: &'b [u8] = frame;
+            let caplen = r.caplen.min(self.snaplen);
+            let Some(data) = frame.get(r.start..r.start + caplen) else {
+                self.counters.malformed += 1;
+                continue;
+            };
+            let check = match self.user_filter {
+                UserFilter::None => false,
+                UserFilter::VlanOnly => r.vlan_reinserted || h.has_stripped_vlan(),
+                UserFilter::All => true,
+            };
+            if check {
+                if let Some(f) = self.filter {
+                    if !f.matches(data, r.wire_len) {
+                        self.counters.userland_rejected += 1;
+                        continue;
+                    }
+                }
+            }
+            self.counters.delivered += 1;
+            return Some(Packet {
+                data,
+                wire_len: r.wire_len,
+                sec: h.sec,
+                nsec: h.nsec,
+                ifindex: h.ifindex,
+                pkttype: h.pkttype,
+                vlan_reinserted: r.vlan_reinserted,
+            });
+        }
+        None
+    }
+}
+
+/// A raw AF_PACKET sender bound to one interface: frames are sent as
+/// given, link-layer header included (for tests and traffic generators).
+#[derive(Debug)]
+pub struct Injector {
+    fd: OwnedFd,
+}
+
+impl Injector {
+    /// Opens a sender on `interface` (in the calling thread's network
+    /// namespace). Needs root or CAP_NET_RAW.
+    pub fn open(interface: &str) -> Result<Injector, Error> {
+        let iface = Interface::by_name(interface)?;
+        if iface.name == "any" {
+            return Err(Error::NoSuchDevice("any".into()));
+        }
+        let fd = sys::packet_socket(false).map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM | libc::EACCES) => Error::Permission,
+            _ => Error::Io {
+                what: "socket(AF_PACKET)",
+                error: e,
+            },
+        })?;
+        sys::bind_tx(&fd, iface.index).map_err(io_err("bind"))?;
+        Ok(Injector { fd })
+    }
+
+    /// Sends one frame; an error if the kernel took less than all of it.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        let n = sys::send(&self.fd, frame)?;
+        if n != frame.len() {
+            return Err(io::Error::other(format!(
+                "short send: {n} of {}",
+                frame.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Asks a running [`capture_main`] / [`capture_with`] loop to stop, as
+/// SIGINT would (for embedding and tests).
+pub fn request_stop() {
+    sys::request_stop();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_lines() {
+        let s = Stats {
+            captured: 1,
+            received_by_filter: 2,
+            dropped_by_kernel: 0,
+            dropped_by_sift: 0,
+            ..Default::default()
+        };
+        assert_eq!(
+            s.tcpdump_lines(),
+            "1 packet captured\n2 packets received by filter\n0 packets dropped by kernel\n0 packets dropped by sift\n"
+        );
+    }
+
+    #[test]
+    fn passthrough_prefix_keeps_program() {
+        let prog = [Insn::stmt(0x06, 7)];
+        let v = vlan_passthrough(&prog, 100);
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[3], prog[0]);
+        assert_eq!(v[2], Insn::stmt(0x06, 100));
+        sift::Filter::from_program(v).unwrap();
+    }
+
+    #[test]
+    fn link_types() {
+        let i = |name: &str, arphrd| Interface {
+            name: name.into(),
+            index: 1,
+            arphrd,
+            flags: 0,
+        };
+        assert_eq!(i("eth0", 1).link(), (DLT_EN10MB, false));
+        assert_eq!(i("lo", 772).link(), (DLT_EN10MB, false));
+        assert_eq!(i("tun0", 0xfffe).link(), (DLT_RAW, false));
+        assert_eq!(i("ppp0", 512).link(), (DLT_LINUX_SLL2, true));
+        assert_eq!(
+            Interface::by_name("any").unwrap().link(),
+            (DLT_LINUX_SLL2, true)
+        );
+        assert!(matches!(
+            Interface::by_name("no-such-if0"),
+            Err(Error::NoSuchDevice(_))
+        ));
+        assert!(matches!(
+            Interface::by_name("../x"),
+            Err(Error::NoSuchDevice(_))
+        ));
+    }
+
+    #[test]
+    fn listing_has_lo_and_any() {
+        let l = interface_listing().unwrap();
+        assert!(l.contains("any (Pseudo-device"), "{l}");
+        assert!(l
+            .lines()
+            .all(|x| x.split('.').next().unwrap().parse::<u32>().is_ok()));
+    }
+
+    #[test]
+    fn bad_ring_is_refused() {
+        let mut c = Config::new("lo");
+        c.ring.block_size = 5000;
+        assert!(matches!(Capture::open(&c), Err(Error::BadRing(_))));
+        c.ring = RingConfig {
+            block_count: 0,
+            ..Default::default()
+        };
+        assert!(matches!(Capture::open(&c), Err(Error::BadRing(_))));
+    }
+}

@@ -1,0 +1,511 @@
+//! The only module with `unsafe`: AF_PACKET socket options, the ring
+//! mapping, `poll`, and the stop-signal handler. Every block says why it is
+//! sound; everything above this module is safe code.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use sift::Insn;
+
+/// `SOL_PACKET`.
+const SOL_PACKET: libc::c_int = 263;
+const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_STATISTICS: libc::c_int = 6;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_RESERVE: libc::c_int = 12;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+const PACKET_MR_PROMISC: u16 = 1;
+const TPACKET_V3: libc::c_int = 2;
+/// `ETH_P_ALL`.
+pub const ETH_P_ALL: u16 = 0x0003;
+/// `TP_STATUS_USER`: the block belongs to user space.
+pub const TP_STATUS_USER: u32 = 1;
+/// `TP_STATUS_KERNEL`: the block belongs to the kernel.
+pub const TP_STATUS_KERNEL: u32 = 0;
+
+/// `struct tpacket_req3`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TpacketReq3 {
+    /// Block size (multiple of the page size).
+    pub block_size: u32,
+    /// Number of blocks.
+    pub block_nr: u32,
+    /// Frame size (only checked by the kernel; frames are variable in V3).
+    pub frame_size: u32,
+    /// Number of frames: `block_size / frame_size * block_nr`.
+    pub frame_nr: u32,
+    /// Block retire timeout, ms.
+    pub retire_blk_tov: u32,
+    /// Private area per block.
+    pub sizeof_priv: u32,
+    /// Feature request word (rxhash).
+    pub feature_req_word: u32,
+}
+
+/// `struct packet_mreq`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct PacketMreq {
+    mr_ifindex: libc::c_int,
+    mr_type: u16,
+    mr_alen: u16,
+    mr_address: [u8; 8],
+}
+
+/// `struct tpacket_stats_v3`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct TpacketStatsV3 {
+    tp_packets: u32,
+    tp_drops: u32,
+    tp_freeze_q_cnt: u32,
+}
+
+/// Marker for plain C structs (integers only, `repr(C)`) that can be passed
+/// to `setsockopt`/`getsockopt` by pointer and size.
+///
+/// # Safety
+/// Implementors must be `repr(C)` with no padding-sensitive invariants and
+/// be valid for every bit pattern.
+unsafe trait Pod: Copy {}
+// SAFETY: integer-only repr(C) structs / integers, valid for any bits.
+unsafe impl Pod for libc::c_int {}
+// SAFETY: as above.
+unsafe impl Pod for TpacketReq3 {}
+// SAFETY: as above.
+unsafe impl Pod for PacketMreq {}
+// SAFETY: as above.
+unsafe impl Pod for TpacketStatsV3 {}
+
+fn setsockopt<T: Pod>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
+    // SAFETY: `val` points to a live, initialized T of exactly the size
+    // passed; the kernel only reads it during the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn getsockopt<T: Pod + Default>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+) -> io::Result<T> {
+    let mut val = T::default();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `val` is a writable T of `len` bytes; the kernel writes at most
+    // `len` bytes and any bit pattern is a valid T (Pod).
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (&mut val as *mut T).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(val)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Opens an AF_PACKET socket that receives nothing until [`bind`] (protocol
+/// 0): `cooked` gives SOCK_DGRAM (network layer), else SOCK_RAW.
+pub fn packet_socket(cooked: bool) -> io::Result<OwnedFd> {
+    let ty = if cooked {
+        libc::SOCK_DGRAM
+    } else {
+        libc::SOCK_RAW
+    };
+    // SAFETY: plain system call with integer arguments.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, ty | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by socket() and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Selects TPACKET_V3.
+pub fn set_tpacket_v3(fd: &OwnedFd) -> io::Result<()> {
+    setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V3)
+}
+
+/// Reserves `n` bytes of headroom before each packet in the ring.
+pub fn set_reserve(fd: &OwnedFd, n: u32) -> io::Result<()> {
+    setsockopt(fd, SOL_PACKET, PACKET_RESERVE, &(n as libc::c_int))
+}
+
+/// Asks the kernel not to deliver packets this host sends.
+pub fn set_ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
+    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1)
+}
+
+/// Creates the receive ring.
+pub fn set_rx_ring(fd: &OwnedFd, req: &TpacketReq3) -> io::Result<()> {
+    setsockopt(fd, SOL_PACKET, PACKET_RX_RING, req)
+}
+
+/// Puts the interface in promiscuous mode for as long as the socket lives.
+pub fn add_promisc(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
+    let m = PacketMreq {
+        mr_ifindex: ifindex,
+        mr_type: PACKET_MR_PROMISC,
+        ..Default::default()
+    };
+    setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &m)
+}
+
+/// Reads (and thereby resets) the kernel's counters: (packets, drops).
+pub fn packet_stats(fd: &OwnedFd) -> io::Result<(u32, u32)> {
+    let s: TpacketStatsV3 = getsockopt(fd, SOL_PACKET, PACKET_STATISTICS)?;
+    Ok((s.tp_packets, s.tp_drops))
+}
+
+/// Attaches a classic BPF program (SO_ATTACH_FILTER).
+pub fn attach_filter(fd: &OwnedFd, prog: &[Insn]) -> io::Result<()> {
+    let len = u16::try_from(prog.len()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: Insn is repr(C) with struct sock_filter's layout (u16, u8, u8,
+    // u32); fprog points to `len` of them, alive for the call; the kernel
+    // copies the program and never writes through the pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&fprog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Detaches any socket filter (ENOENT when there was none is success).
+pub fn detach_filter(fd: &OwnedFd) -> io::Result<()> {
+    match setsockopt(fd, libc::SOL_SOCKET, libc::SO_DETACH_FILTER, &0) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        r => r,
+    }
+}
+
+/// Binds the socket to `ifindex` (0: every interface) for all protocols.
+pub fn bind(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
+    // SAFETY: all-zero bytes are a valid sockaddr_ll (integers only).
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_ifindex = ifindex;
+    // SAFETY: sll is a valid sockaddr_ll and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Waits up to `timeout_ms` for the socket to become readable (a block
+/// retired) or to report an error. `Ok(false)` on timeout or signal.
+pub fn poll_in(fd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLERR,
+        revents: 0,
+    };
+    // SAFETY: p is one valid pollfd, and nfds is 1.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    if p.revents & (libc::POLLNVAL) != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    Ok(rc > 0)
+}
+
+/// The mapped receive ring: `block_nr` blocks of `block_size` bytes.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+    block_size: usize,
+    block_nr: usize,
+}
+
+// SAFETY: the mapping is owned memory shared only with the kernel; moving
+// the owner to another thread is fine (nothing is thread-local).
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// Maps the ring created by [`set_rx_ring`] on `fd`.
+    pub fn new(fd: &OwnedFd, block_size: usize, block_nr: usize) -> io::Result<Mapping> {
+        let len = block_size
+            .checked_mul(block_nr)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring too large"))?;
+        // SAFETY: a fresh shared mapping of the socket's ring; the kernel
+        // checks the length against the ring it created.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+            block_size,
+            block_nr,
+        })
+    }
+
+    /// Number of blocks.
+    pub fn block_nr(&self) -> usize {
+        self.block_nr
+    }
+
+    fn status_word(&self, i: usize) -> Option<&AtomicU32> {
+        if i >= self.block_nr {
+            return None;
+        }
+        // SAFETY: block i starts at i * block_size < len (checked above);
+        // block starts are page aligned, so offset 8 (block_status) is
+        // 4-byte aligned and inside the mapping, which lives as long as
+        // &self. The kernel writes the word concurrently, which is why it
+        // is only accessed atomically.
+        Some(unsafe { &*(self.ptr.add(i * self.block_size + 8) as *const AtomicU32) })
+    }
+
+    /// Does block `i` belong to user space (retired by the kernel)? Acquire
+    /// ordering: the block's contents are visible once this returns true.
+    pub fn block_ready(&self, i: usize) -> bool {
+        self.status_word(i)
+            .is_some_and(|w| w.load(Ordering::Acquire) & TP_STATUS_USER != 0)
+    }
+
+    /// Block `i`'s bytes, which user space may read and write while the
+    /// block is ready (the kernel does not touch a block it handed over
+    /// until [`Mapping::release`]). `None` if the block is not ready.
+    pub fn block_mut(&mut self, i: usize) -> Option<&mut [u8]> {
+        if !self.block_ready(i) {
+            return None;
+        }
+        // SAFETY: the range [i*bs, (i+1)*bs) is inside the mapping (i <
+        // block_nr, checked by block_ready). The block belongs to user space
+        // (TP_STATUS_USER, acquired), so the kernel does not write it until
+        // released; the &mut self borrow makes this the only slice into the
+        // mapping, and it cannot outlive the mapping.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.add(i * self.block_size), self.block_size)
+        })
+    }
+
+    /// Hands block `i` back to the kernel (release ordering: our writes to
+    /// the block happen before the kernel reuses it).
+    pub fn release(&mut self, i: usize) {
+        if let Some(w) = self.status_word(i) {
+            w.store(TP_STATUS_KERNEL, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len describe the mapping created in new(); no slice
+        // into it can outlive &mut self.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// Set by the SIGINT/SIGTERM handler.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Installs handlers for SIGINT and SIGTERM that set the stop flag (no
+/// SA_RESTART, so a blocking `poll` returns early).
+pub fn install_stop_handlers() -> io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: all-zero bytes are a valid sigaction; we then set the
+        // handler to a function with the signature the kernel calls and an
+        // empty mask.
+        let rc = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Has a stop signal arrived since the last [`clear_stop`]?
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Clears the stop flag (before a new capture).
+pub fn clear_stop() {
+    STOP.store(false, Ordering::SeqCst);
+}
+
+/// Asks the running capture loop to stop, as a signal would.
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// `struct ifreq` as far as the interface queries use it: the name, then a
+/// 24-byte union (large enough on every Linux ABI).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IfReq {
+    name: [u8; 16],
+    data: [u8; 24],
+}
+
+const SIOCGIFFLAGS: u64 = 0x8913;
+const SIOCGIFHWADDR: u64 = 0x8927;
+const SIOCGIFINDEX: u64 = 0x8933;
+
+/// Index, ARPHRD hardware type and IFF flags of the interface `name` in the
+/// calling thread's network namespace (ioctls on a throw-away socket).
+/// `Ok(None)` if no such interface.
+pub fn iface_info(name: &str) -> io::Result<Option<(i32, u16, u32)>> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= 16 || bytes.contains(&0) {
+        return Ok(None);
+    }
+    // SAFETY: plain system call with integer arguments.
+    let raw = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: raw was just returned by socket() and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let query = |req: u64| -> io::Result<Option<[u8; 24]>> {
+        let mut ifr = IfReq {
+            name: [0; 16],
+            data: [0; 24],
+        };
+        ifr.name[..bytes.len()].copy_from_slice(bytes);
+        // SAFETY: these SIOCGIF* requests read the NUL-terminated name from
+        // and write at most sizeof(struct ifreq) (<= 40 bytes on every ABI)
+        // into the 40-byte IfReq, which lives across the call.
+        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, &mut ifr as *mut IfReq) };
+        if rc == 0 {
+            return Ok(Some(ifr.data));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENODEV) => Ok(None),
+            _ => Err(e),
+        }
+    };
+    let Some(d) = query(SIOCGIFINDEX)? else {
+        return Ok(None);
+    };
+    let index = i32::from_ne_bytes([d[0], d[1], d[2], d[3]]);
+    let Some(d) = query(SIOCGIFHWADDR)? else {
+        return Ok(None);
+    };
+    let arphrd = u16::from_ne_bytes([d[0], d[1]]);
+    let Some(d) = query(SIOCGIFFLAGS)? else {
+        return Ok(None);
+    };
+    let flags = u32::from(u16::from_ne_bytes([d[0], d[1]]));
+    Ok(Some((index, arphrd, flags)))
+}
+
+/// Sends one frame on a bound packet socket (link-layer header included).
+pub fn send(fd: &OwnedFd, frame: &[u8]) -> io::Result<usize> {
+    // SAFETY: frame points to frame.len() readable bytes for the call.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Binds a packet socket for sending on `ifindex` (protocol 0: receives
+/// nothing).
+pub fn bind_tx(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
+    // SAFETY: all-zero bytes are a valid sockaddr_ll (integers only).
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = 0;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: sll is a valid sockaddr_ll and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
