@@ -42,10 +42,22 @@ impl Workload {
         for p in cap.packets() {
             let p = p.map_err(|e| format!("{}: {e}", path.display()))?;
             let ts_ns = u64::try_from(p.ts.as_unix_nanos()).unwrap_or(0);
-            packets.push(Packet { ts_ns, wire_len: p.wire_len, data: p.data.to_vec() });
+            packets.push(Packet {
+                ts_ns,
+                wire_len: p.wire_len,
+                data: p.data.to_vec(),
+            });
         }
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        Ok(Workload { name, linktype: cap.linktype(), snaplen: cap.snaplen(), packets })
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Ok(Workload {
+            name,
+            linktype: cap.linktype(),
+            snaplen: cap.snaplen(),
+            packets,
+        })
     }
 
     /// Total captured bytes.
@@ -66,7 +78,10 @@ pub struct SampleOptions {
 
 impl Default for SampleOptions {
     fn default() -> Self {
-        SampleOptions { samples: 20, min_sample_ns: 10_000_000 }
+        SampleOptions {
+            samples: 20,
+            min_sample_ns: 10_000_000,
+        }
     }
 }
 
@@ -110,7 +125,11 @@ pub struct Measurement {
 /// Speed samples of one runner: (matches, passes per sample, per-sample
 /// elapsed nanoseconds). Fails if a pass's count differs from the
 /// warm-up's.
-pub fn sample(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) -> Result<(u64, u64, Vec<u64>), String> {
+pub fn sample(
+    runner: &dyn Runner,
+    packets: &[Packet],
+    opts: &SampleOptions,
+) -> Result<(u64, u64, Vec<u64>), String> {
     let t = Instant::now();
     let matches = runner.count(black_box(packets));
     let warm_ns = elapsed_ns(t).max(1);
@@ -121,7 +140,9 @@ pub fn sample(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) -> 
         for _ in 0..passes {
             let n = runner.count(black_box(packets));
             if black_box(n) != matches {
-                return Err(format!("the engine counted {n} matches on one pass and {matches} on another"));
+                return Err(format!(
+                    "the engine counted {n} matches on one pass and {matches} on another"
+                ));
             }
         }
         times.push(elapsed_ns(t).max(1));
@@ -139,7 +160,10 @@ fn median(sorted: &[f64]) -> f64 {
 
 /// Where two runners first disagree, for the failure message.
 fn first_difference(a: &dyn Runner, b: &dyn Runner, packets: &[Packet]) -> Option<String> {
-    let (i, p) = packets.iter().enumerate().find(|(_, p)| a.matches(&p.data, p.wire_len) != b.matches(&p.data, p.wire_len))?;
+    let (i, p) = packets
+        .iter()
+        .enumerate()
+        .find(|(_, p)| a.matches(&p.data, p.wire_len) != b.matches(&p.data, p.wire_len))?;
     let head: Vec<String> = p.data.iter().take(64).map(|b| format!("{b:02x}")).collect();
     Some(format!(
         "first difference at packet #{} (caplen {}, wire length {}): {}{}",
@@ -168,16 +192,26 @@ pub fn bench_filter(
     let mut results = Vec::new();
     let mut runners: Vec<(&'static str, Box<dyn Runner>)> = Vec::new();
     for e in engines {
-        let built = (e.build)(filter, &setup)
-            .map_err(|m| format!("engine {} cannot compile filter {} ({}): {m}", e.name, filter.name, filter.expr))?;
+        let built = (e.build)(filter, &setup).map_err(|m| {
+            format!(
+                "engine {} cannot compile filter {} ({}): {m}",
+                e.name, filter.name, filter.expr
+            )
+        })?;
         let Some(built) = built else { continue };
         let (matches, passes, times) = sample(built.runner.as_ref(), &workload.packets, opts)
             .map_err(|m| format!("{} on {} / {}: {m}", e.name, workload.name, filter.name))?;
         let n = workload.packets.len() as f64;
-        let mut mpps: Vec<f64> = times.iter().map(|&t| n * passes as f64 * 1e3 / t as f64).collect();
+        let mut mpps: Vec<f64> = times
+            .iter()
+            .map(|&t| n * passes as f64 * 1e3 / t as f64)
+            .collect();
         mpps.sort_by(f64::total_cmp);
         let med = median(&mpps);
-        let (lo, hi) = (mpps.first().copied().unwrap_or(f64::NAN), mpps.last().copied().unwrap_or(f64::NAN));
+        let (lo, hi) = (
+            mpps.first().copied().unwrap_or(f64::NAN),
+            mpps.last().copied().unwrap_or(f64::NAN),
+        );
         let m = Measurement {
             workload: workload.name.clone(),
             filter: filter.name.clone(),
@@ -202,7 +236,10 @@ pub fn bench_filter(
     }
     if let Some(first) = results.first() {
         if results.iter().any(|r| r.matches != first.matches) {
-            let counts: Vec<String> = results.iter().map(|r| format!("{}={}", r.engine, r.matches)).collect();
+            let counts: Vec<String> = results
+                .iter()
+                .map(|r| format!("{}={}", r.engine, r.matches))
+                .collect();
             let mut msg = format!(
                 "MATCH COUNTS DISAGREE on workload {} filter {} ({:?}): {}",
                 workload.name,
@@ -210,7 +247,10 @@ pub fn bench_filter(
                 filter.expr,
                 counts.join(", ")
             );
-            let odd = results.iter().position(|r| r.matches != first.matches).unwrap_or(0);
+            let odd = results
+                .iter()
+                .position(|r| r.matches != first.matches)
+                .unwrap_or(0);
             if let (Some(a), Some(b)) = (runners.first(), runners.get(odd)) {
                 if let Some(d) = first_difference(a.1.as_ref(), b.1.as_ref(), &workload.packets) {
                     msg.push_str(&format!("\n  {} vs {}: {d}", a.0, b.0));
@@ -240,7 +280,10 @@ mod tests {
     #[test]
     fn unstable_counts_fail() {
         let w = Workload::generated(Kind::Web, 10, 1);
-        let opts = SampleOptions { samples: 2, min_sample_ns: 0 };
+        let opts = SampleOptions {
+            samples: 2,
+            min_sample_ns: 0,
+        };
         assert!(sample(&Flaky(Default::default()), &w.packets, &opts).is_err());
     }
 

@@ -17,7 +17,11 @@ pub struct FilterSpec {
 
 impl FilterSpec {
     fn new(name: &str, expr: impl Into<String>, groups: &'static [&'static str]) -> FilterSpec {
-        FilterSpec { name: name.to_string(), expr: expr.into(), groups }
+        FilterSpec {
+            name: name.to_string(),
+            expr: expr.into(),
+            groups,
+        }
     }
 }
 
@@ -29,7 +33,12 @@ pub fn swift6_hosts() -> Vec<u32> {
         v.push(u32::from_be_bytes([192, 168, 2, (1 + 13 * i) as u8]));
     }
     for i in 0..19u32 {
-        v.push(u32::from_be_bytes([10, (7 * i) as u8, (3 * i) as u8, (1 + i) as u8]));
+        v.push(u32::from_be_bytes([
+            10,
+            (7 * i) as u8,
+            (3 * i) as u8,
+            (1 + i) as u8,
+        ]));
     }
     v
 }
@@ -37,7 +46,10 @@ pub fn swift6_hosts() -> Vec<u32> {
 /// The Swift paper's sixth filter.
 fn swift6_expr() -> String {
     let hosts: Vec<String> = swift6_hosts().into_iter().map(dotted).collect();
-    format!("ip and (not tcp port (80 or 25 or 143) and not ip host ({}))", hosts.join(" or "))
+    format!(
+        "ip and (not tcp port (80 or 25 or 143) and not ip host ({}))",
+        hosts.join(" or ")
+    )
 }
 
 /// The 200-connection FTP filter: `(ip and tcp port 21) or (host X1 and
@@ -47,7 +59,11 @@ pub fn ftp200_expr() -> String {
     let mut s = String::from("(ip and tcp port 21)");
     for (host, ports) in ftp_servers() {
         let ports: Vec<String> = ports.iter().map(|p| format!("tcp port {p}")).collect();
-        s.push_str(&format!(" or (host {} and ({}))", dotted(host), ports.join(" or ")));
+        s.push_str(&format!(
+            " or (host {} and ({}))",
+            dotted(host),
+            ports.join(" or ")
+        ));
     }
     s
 }
@@ -74,16 +90,28 @@ pub fn standard_filters() -> Vec<FilterSpec> {
         FilterSpec::new("host-234", "host 178.79.150.234", PF),
         FilterSpec::new("net-150", "net 178.79.150.0/24", PF),
         FilterSpec::new("net-151", "net 178.79.151.0/24", PF),
-        FilterSpec::new("swift3", "ip src net 192.168.2.0/24 and dst net 10.0.0.0/8", SW),
+        FilterSpec::new(
+            "swift3",
+            "ip src net 192.168.2.0/24 and dst net 10.0.0.0/8",
+            SW,
+        ),
         FilterSpec::new("swift4", "ip src or dst net 192.168.2.0/24", SW),
-        FilterSpec::new("swift5", "ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", SW),
+        FilterSpec::new(
+            "swift5",
+            "ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)",
+            SW,
+        ),
         FilterSpec::new("swift6", swift6_expr(), SW),
         FilterSpec::new(
             "bpfperf1",
             "src net 10.0.0.0/8 or (dst net 127.0.0.1 and port 22) or src net 2001:470::/28",
             BP,
         ),
-        FilterSpec::new("bpfperf2", "(tcp and portrange 0-1024) or (udp and portrange 1025-2048)", BP),
+        FilterSpec::new(
+            "bpfperf2",
+            "(tcp and portrange 0-1024) or (udp and portrange 1025-2048)",
+            BP,
+        ),
         FilterSpec::new("tcp-byte-20", "tcp[20:1] > 65 and tcp[20:1] < 90", MISC),
         FilterSpec::new("ftp200", ftp200_expr(), FTP),
     ]
@@ -115,7 +143,12 @@ pub fn select_filters(list: &str) -> Result<Vec<FilterSpec>, String> {
             ));
         }
     }
-    Ok(all.into_iter().zip(keep).filter(|x| x.1).map(|x| x.0).collect())
+    Ok(all
+        .into_iter()
+        .zip(keep)
+        .filter(|x| x.1)
+        .map(|x| x.0)
+        .collect())
 }
 
 #[cfg(test)]
@@ -141,7 +174,10 @@ mod tests {
         let sw = select_filters("swift").unwrap();
         assert_eq!(sw.len(), 6);
         let two = select_filters("ip,accept-all,ip").unwrap();
-        assert_eq!(two.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["accept-all", "ip"]);
+        assert_eq!(
+            two.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            ["accept-all", "ip"]
+        );
         assert!(select_filters("nope").is_err());
     }
 

@@ -89,10 +89,14 @@ impl fmt::Display for Kind {
 impl FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Kind, String> {
-        Kind::ALL.iter().find(|k| k.0 == s).map(|k| k.1).ok_or_else(|| {
-            let names: Vec<_> = Kind::ALL.iter().map(|k| k.0).collect();
-            format!("unknown workload kind '{s}' (known: {})", names.join(", "))
-        })
+        Kind::ALL
+            .iter()
+            .find(|k| k.0 == s)
+            .map(|k| k.1)
+            .ok_or_else(|| {
+                let names: Vec<_> = Kind::ALL.iter().map(|k| k.0).collect();
+                format!("unknown workload kind '{s}' (known: {})", names.join(", "))
+            })
     }
 }
 
@@ -151,9 +155,26 @@ pub type Mac = [u8; 6];
 
 /// Transport payload of a built packet.
 enum L4<'a> {
-    Tcp { sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, opts: usize, payload: &'a [u8] },
-    Udp { sport: u16, dport: u16, payload: &'a [u8] },
-    Icmp { typ: u8, id: u16, seq: u16, payload: &'a [u8] },
+    Tcp {
+        sport: u16,
+        dport: u16,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        opts: usize,
+        payload: &'a [u8],
+    },
+    Udp {
+        sport: u16,
+        dport: u16,
+        payload: &'a [u8],
+    },
+    Icmp {
+        typ: u8,
+        id: u16,
+        seq: u16,
+        payload: &'a [u8],
+    },
 }
 
 impl L4<'_> {
@@ -167,7 +188,15 @@ impl L4<'_> {
 
     fn write(&self, out: &mut Vec<u8>) {
         match *self {
-            L4::Tcp { sport, dport, seq, ack, flags, opts, payload } => {
+            L4::Tcp {
+                sport,
+                dport,
+                seq,
+                ack,
+                flags,
+                opts,
+                payload,
+            } => {
                 let words = 5 + opts.min(40) / 4;
                 out.extend_from_slice(&sport.to_be_bytes());
                 out.extend_from_slice(&dport.to_be_bytes());
@@ -179,11 +208,19 @@ impl L4<'_> {
                 out.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent
                 for i in 0..(words - 5) {
                     // NOP, NOP, timestamp-like filler.
-                    out.extend_from_slice(if i == 0 { &[1, 1, 8, 10] } else { &[0x12, 0x34, 0x56, 0x78] });
+                    out.extend_from_slice(if i == 0 {
+                        &[1, 1, 8, 10]
+                    } else {
+                        &[0x12, 0x34, 0x56, 0x78]
+                    });
                 }
                 out.extend_from_slice(payload);
             }
-            L4::Udp { sport, dport, payload } => {
+            L4::Udp {
+                sport,
+                dport,
+                payload,
+            } => {
                 let len = (8 + payload.len()).min(0xffff) as u16;
                 out.extend_from_slice(&sport.to_be_bytes());
                 out.extend_from_slice(&dport.to_be_bytes());
@@ -191,7 +228,12 @@ impl L4<'_> {
                 out.extend_from_slice(&[0, 0]);
                 out.extend_from_slice(payload);
             }
-            L4::Icmp { typ, id, seq, payload } => {
+            L4::Icmp {
+                typ,
+                id,
+                seq,
+                payload,
+            } => {
                 out.extend_from_slice(&[typ, 0, 0, 0]);
                 out.extend_from_slice(&id.to_be_bytes());
                 out.extend_from_slice(&seq.to_be_bytes());
@@ -274,7 +316,11 @@ fn arp_packet(sender_mac: Mac, sender: u32, target_mac: Mac, target: u32, reply:
 fn dns_payload(rng: &mut Rng, response: bool) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
     p.extend_from_slice(&(rng.below(65536) as u16).to_be_bytes());
-    p.extend_from_slice(if response { &[0x81, 0x80] } else { &[0x01, 0x00] });
+    p.extend_from_slice(if response {
+        &[0x81, 0x80]
+    } else {
+        &[0x01, 0x00]
+    });
     p.extend_from_slice(&[0, 1, 0, if response { 1 } else { 0 }, 0, 0, 0, 0]);
     for label in [&b"www"[..], b"example", b"org"] {
         p.push(label.len() as u8);
@@ -282,7 +328,9 @@ fn dns_payload(rng: &mut Rng, response: bool) -> Vec<u8> {
     }
     p.extend_from_slice(&[0, 0, 1, 0, 1]);
     if response {
-        p.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 93, 184, 216, 34]);
+        p.extend_from_slice(&[
+            0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 93, 184, 216, 34,
+        ]);
     }
     p
 }
@@ -299,7 +347,9 @@ fn mac_for(rng: &mut Rng) -> Mac {
 /// The web server of the `web` workload (wingolog.org's address, as in
 /// pflua-bench's capture).
 pub const WEB_SERVER: u32 = 0xb24f_96e9; // 178.79.150.233
-const WEB_SERVER6: [u8; 16] = [0x2a, 0x01, 0x7e, 0x00, 0, 0, 0, 0, 0xf0, 0x3c, 0x91, 0xff, 0xfe, 0x96, 0x3a, 0x14];
+const WEB_SERVER6: [u8; 16] = [
+    0x2a, 0x01, 0x7e, 0x00, 0, 0, 0, 0, 0xf0, 0x3c, 0x91, 0xff, 0xfe, 0x96, 0x3a, 0x14,
+];
 const WEB_GATEWAY: u32 = 0xb24f_9601; // 178.79.150.1
 const WEB_RESOLVER: u32 = 0xb24f_9602; // 178.79.150.2
 
@@ -347,7 +397,11 @@ pub fn generate(kind: Kind, count: usize, seed: u64) -> Vec<Packet> {
 
 fn push(out: &mut Vec<Packet>, ts_ns: u64, data: Vec<u8>) {
     let wire_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-    out.push(Packet { ts_ns, wire_len, data });
+    out.push(Packet {
+        ts_ns,
+        wire_len,
+        data,
+    });
 }
 
 fn gen_tcp5555(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
@@ -360,10 +414,26 @@ fn gen_tcp5555(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
     for i in 0..count {
         // Every 8th packet is the receiver's ACK, the rest 1 KB of zeros.
         let p = if i % 8 == 7 {
-            let l4 = L4::Tcp { sport: 5555, dport: sport, seq: ack, ack: seq, flags: 0x10, opts: 12, payload: &[] };
+            let l4 = L4::Tcp {
+                sport: 5555,
+                dport: sport,
+                seq: ack,
+                ack: seq,
+                flags: 0x10,
+                opts: 12,
+                payload: &[],
+            };
             ipv4_packet(sm, cm, server, client, i as u16, &l4)
         } else {
-            let l4 = L4::Tcp { sport, dport: 5555, seq, ack, flags: 0x18, opts: 12, payload: &zeros };
+            let l4 = L4::Tcp {
+                sport,
+                dport: 5555,
+                seq,
+                ack,
+                flags: 0x18,
+                opts: 12,
+                payload: &zeros,
+            };
             seq = seq.wrapping_add(1024);
             ipv4_packet(cm, sm, client, server, i as u16, &l4)
         };
@@ -381,9 +451,33 @@ fn gen_pingflood(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
     for i in 0..count {
         let seq = (i / 2) as u16;
         let p = if i % 2 == 0 {
-            ipv4_packet(am, bm, a, b, i as u16, &L4::Icmp { typ: 8, id, seq, payload: &payload })
+            ipv4_packet(
+                am,
+                bm,
+                a,
+                b,
+                i as u16,
+                &L4::Icmp {
+                    typ: 8,
+                    id,
+                    seq,
+                    payload: &payload,
+                },
+            )
         } else {
-            ipv4_packet(bm, am, b, a, i as u16, &L4::Icmp { typ: 0, id, seq, payload: &payload })
+            ipv4_packet(
+                bm,
+                am,
+                b,
+                a,
+                i as u16,
+                &L4::Icmp {
+                    typ: 0,
+                    id,
+                    seq,
+                    payload: &payload,
+                },
+            )
         };
         ts += 1_000 + rng.below(100);
         push(out, ts, p);
@@ -396,8 +490,18 @@ fn gen_pingflood(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
 fn web_client(rng: &mut Rng) -> u32 {
     match rng.below(100) {
         0..=4 => ip4(192, 168, 2, rng.range(1, 254) as u8),
-        5..=9 => ip4(10, rng.below(256) as u8, rng.below(256) as u8, rng.range(1, 254) as u8),
-        _ => ip4(rng.range(11, 223) as u8, rng.below(256) as u8, rng.below(256) as u8, rng.range(1, 254) as u8),
+        5..=9 => ip4(
+            10,
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+            rng.range(1, 254) as u8,
+        ),
+        _ => ip4(
+            rng.range(11, 223) as u8,
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+            rng.range(1, 254) as u8,
+        ),
     }
 }
 
@@ -428,24 +532,62 @@ fn gen_web(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
             // DNS: the server asks its resolver, the answer comes back.
             let sport = rng.range(1024, 65535) as u16;
             let q = dns_payload(rng, false);
-            let l4 = L4::Udp { sport, dport: 53, payload: &q };
-            push(out, ts, ipv4_packet(server_mac, gw_mac, WEB_SERVER, WEB_RESOLVER, id, &l4));
+            let l4 = L4::Udp {
+                sport,
+                dport: 53,
+                payload: &q,
+            };
+            push(
+                out,
+                ts,
+                ipv4_packet(server_mac, gw_mac, WEB_SERVER, WEB_RESOLVER, id, &l4),
+            );
             let a = dns_payload(rng, true);
-            let l4 = L4::Udp { sport: 53, dport: sport, payload: &a };
-            push(out, ts + 300_000, ipv4_packet(gw_mac, server_mac, WEB_RESOLVER, WEB_SERVER, id, &l4));
+            let l4 = L4::Udp {
+                sport: 53,
+                dport: sport,
+                payload: &a,
+            };
+            ts += 300_000;
+            push(
+                out,
+                ts,
+                ipv4_packet(gw_mac, server_mac, WEB_RESOLVER, WEB_SERVER, id, &l4),
+            );
         } else if roll < 38 {
             // ICMP echo from a monitoring host.
             let c = web_client(rng);
-            let l4 = L4::Icmp { typ: 8, id, seq: id, payload: &body[..56] };
-            push(out, ts, ipv4_packet(gw_mac, server_mac, c, WEB_SERVER, id, &l4));
+            let l4 = L4::Icmp {
+                typ: 8,
+                id,
+                seq: id,
+                payload: &body[..56],
+            };
+            push(
+                out,
+                ts,
+                ipv4_packet(gw_mac, server_mac, c, WEB_SERVER, id, &l4),
+            );
         } else if roll < 46 {
             // NTP or SSH.
             let c = web_client(rng);
             let p = if rng.chance(50) {
-                let l4 = L4::Udp { sport: 123, dport: 123, payload: &body[..48] };
+                let l4 = L4::Udp {
+                    sport: 123,
+                    dport: 123,
+                    payload: &body[..48],
+                };
                 ipv4_packet(server_mac, gw_mac, WEB_SERVER, c, id, &l4)
             } else {
-                let l4 = L4::Tcp { sport: rng.range(1024, 65535) as u16, dport: 22, seq: id.into(), ack: 1, flags: 0x18, opts: 12, payload: &body[..rng.below(200) as usize] };
+                let l4 = L4::Tcp {
+                    sport: rng.range(1024, 65535) as u16,
+                    dport: 22,
+                    seq: id.into(),
+                    ack: 1,
+                    flags: 0x18,
+                    opts: 12,
+                    payload: &body[..rng.below(200) as usize],
+                };
                 ipv4_packet(gw_mac, server_mac, c, WEB_SERVER, id, &l4)
             };
             push(out, ts, p);
@@ -453,8 +595,17 @@ fn gen_web(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
             // Internal traffic seen on the same link: syslog from the
             // office network to the datacentre.
             let src = ip4(192, 168, 2, rng.range(1, 254) as u8);
-            let dst = ip4(10, rng.below(256) as u8, rng.below(256) as u8, rng.range(1, 254) as u8);
-            let l4 = L4::Udp { sport: 514, dport: 514, payload: &body[..rng.below(300) as usize] };
+            let dst = ip4(
+                10,
+                rng.below(256) as u8,
+                rng.below(256) as u8,
+                rng.range(1, 254) as u8,
+            );
+            let l4 = L4::Udp {
+                sport: 514,
+                dport: 514,
+                payload: &body[..rng.below(300) as usize],
+            };
             push(out, ts, ipv4_packet(gw_mac, server_mac, src, dst, id, &l4));
         } else {
             // An HTTP(S) exchange: request, some response segments, ACKs.
@@ -474,13 +625,36 @@ fn gen_web(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
             for k in 0..(2 + 2 * segments) {
                 let (to_server, len) = match k {
                     0 => (true, 300 + rng.below(400) as usize),
-                    k if k % 2 == 1 => (false, if k + 1 == 2 + 2 * segments { rng.below(1448) as usize } else { 1448 }),
+                    k if k % 2 == 1 => (
+                        false,
+                        if k + 1 == 2 + 2 * segments {
+                            rng.below(1448) as usize
+                        } else {
+                            1448
+                        },
+                    ),
                     _ => (true, 0),
                 };
                 let l4 = if to_server {
-                    L4::Tcp { sport, dport, seq, ack: 7, flags: 0x18, opts: 12, payload: &body[..len] }
+                    L4::Tcp {
+                        sport,
+                        dport,
+                        seq,
+                        ack: 7,
+                        flags: 0x18,
+                        opts: 12,
+                        payload: &body[..len],
+                    }
                 } else {
-                    L4::Tcp { sport: dport, dport: sport, seq, ack: 7, flags: 0x18, opts: 12, payload: &body[..len] }
+                    L4::Tcp {
+                        sport: dport,
+                        dport: sport,
+                        seq,
+                        ack: 7,
+                        flags: 0x18,
+                        opts: 12,
+                        payload: &body[..len],
+                    }
                 };
                 seq = seq.wrapping_add(len as u32);
                 let p = match (v6, to_server) {
@@ -500,7 +674,12 @@ fn gen_web(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
 /// A random IPv4 address for `mixed`: some in 10.0.0.0/8, some 127.0.0.1.
 fn mixed_v4(rng: &mut Rng) -> u32 {
     match rng.below(100) {
-        0..=9 => ip4(10, rng.below(256) as u8, rng.below(256) as u8, rng.below(256) as u8),
+        0..=9 => ip4(
+            10,
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+            rng.below(256) as u8,
+        ),
         10..=12 => ip4(127, 0, 0, 1),
         13..=17 => ip4(192, 168, 2, rng.below(256) as u8),
         _ => rng.next_u64() as u32,
@@ -541,9 +720,21 @@ fn gen_mixed(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
         rng.fill(&mut payload, n);
         let (sport, dport) = (mixed_port(rng), mixed_port(rng));
         let l4 = if rng.chance(50) {
-            L4::Tcp { sport, dport, seq: rng.next_u64() as u32, ack: rng.next_u64() as u32, flags: 0x18, opts: 4 * rng.below(4) as usize, payload: &payload }
+            L4::Tcp {
+                sport,
+                dport,
+                seq: rng.next_u64() as u32,
+                ack: rng.next_u64() as u32,
+                flags: 0x18,
+                opts: 4 * rng.below(4) as usize,
+                payload: &payload,
+            }
         } else {
-            L4::Udp { sport, dport, payload: &payload }
+            L4::Udp {
+                sport,
+                dport,
+                payload: &payload,
+            }
         };
         let p = if rng.chance(50) {
             ipv4_packet(am, bm, mixed_v4(rng), mixed_v4(rng), i as u16, &l4)
@@ -560,13 +751,33 @@ fn gen_mixed(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
 fn ftp_background(rng: &mut Rng, id: u16, payload: &[u8]) -> Vec<u8> {
     let (am, bm) = (mac_for(rng), mac_for(rng));
     let src = ip4(203, 0, 113, rng.range(1, 254) as u8);
-    let dst = ip4(rng.range(11, 223) as u8, rng.below(256) as u8, rng.below(256) as u8, rng.range(1, 254) as u8);
+    let dst = ip4(
+        rng.range(11, 223) as u8,
+        rng.below(256) as u8,
+        rng.below(256) as u8,
+        rng.range(1, 254) as u8,
+    );
     let len = rng.below(payload.len() as u64 + 1) as usize;
-    let (sport, dport) = (rng.range(1024, 65535) as u16, [80, 443, 53, 8080][rng.below(4) as usize]);
+    let (sport, dport) = (
+        rng.range(1024, 65535) as u16,
+        [80, 443, 53, 8080][rng.below(4) as usize],
+    );
     let l4 = if rng.chance(70) {
-        L4::Tcp { sport, dport, seq: id.into(), ack: 1, flags: 0x18, opts: 0, payload: &payload[..len] }
+        L4::Tcp {
+            sport,
+            dport,
+            seq: id.into(),
+            ack: 1,
+            flags: 0x18,
+            opts: 0,
+            payload: &payload[..len],
+        }
     } else {
-        L4::Udp { sport, dport, payload: &payload[..len] }
+        L4::Udp {
+            sport,
+            dport,
+            payload: &payload[..len],
+        }
     };
     ipv4_packet(am, bm, src, dst, id, &l4)
 }
@@ -602,27 +813,92 @@ fn gen_ftp(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
             let cport = 40_000 + (i * 20 + j) as u16;
             id = id.wrapping_add(1);
             // Control connection: PASV, then the 227 reply.
-            let l4 = L4::Tcp { sport: cport, dport: 21, seq: 1, ack: 1, flags: 0x18, opts: 0, payload: b"PASV\r\n" };
-            ftp_packets.push(ipv4_packet(client_mac, server_mac, client, *server, id, &l4));
+            let l4 = L4::Tcp {
+                sport: cport,
+                dport: 21,
+                seq: 1,
+                ack: 1,
+                flags: 0x18,
+                opts: 0,
+                payload: b"PASV\r\n",
+            };
+            ftp_packets.push(ipv4_packet(
+                client_mac, server_mac, client, *server, id, &l4,
+            ));
             let h = server.to_be_bytes();
             let reply = format!(
                 "227 Entering Passive Mode ({},{},{},{},{},{}).\r\n",
-                h[0], h[1], h[2], h[3], port >> 8, port & 0xff
+                h[0],
+                h[1],
+                h[2],
+                h[3],
+                port >> 8,
+                port & 0xff
             );
-            let l4 = L4::Tcp { sport: 21, dport: cport, seq: 1, ack: 7, flags: 0x18, opts: 0, payload: reply.as_bytes() };
-            ftp_packets.push(ipv4_packet(server_mac, client_mac, *server, client, id, &l4));
+            let l4 = L4::Tcp {
+                sport: 21,
+                dport: cport,
+                seq: 1,
+                ack: 7,
+                flags: 0x18,
+                opts: 0,
+                payload: reply.as_bytes(),
+            };
+            ftp_packets.push(ipv4_packet(
+                server_mac, client_mac, *server, client, id, &l4,
+            ));
             // Data connection: SYN, SYN-ACK, data from the server, FIN.
             let dport_c = cport + 1;
-            let l4 = L4::Tcp { sport: dport_c, dport: port, seq: 0, ack: 0, flags: 0x02, opts: 0, payload: &[] };
-            ftp_packets.push(ipv4_packet(client_mac, server_mac, client, *server, id, &l4));
-            let l4 = L4::Tcp { sport: port, dport: dport_c, seq: 0, ack: 1, flags: 0x12, opts: 0, payload: &[] };
-            ftp_packets.push(ipv4_packet(server_mac, client_mac, *server, client, id, &l4));
+            let l4 = L4::Tcp {
+                sport: dport_c,
+                dport: port,
+                seq: 0,
+                ack: 0,
+                flags: 0x02,
+                opts: 0,
+                payload: &[],
+            };
+            ftp_packets.push(ipv4_packet(
+                client_mac, server_mac, client, *server, id, &l4,
+            ));
+            let l4 = L4::Tcp {
+                sport: port,
+                dport: dport_c,
+                seq: 0,
+                ack: 1,
+                flags: 0x12,
+                opts: 0,
+                payload: &[],
+            };
+            ftp_packets.push(ipv4_packet(
+                server_mac, client_mac, *server, client, id, &l4,
+            ));
             for k in 0..data_pkts {
-                let l4 = L4::Tcp { sport: port, dport: dport_c, seq: 1 + 1400 * k as u32, ack: 1, flags: 0x18, opts: 0, payload: &filler };
-                ftp_packets.push(ipv4_packet(server_mac, client_mac, *server, client, id, &l4));
+                let l4 = L4::Tcp {
+                    sport: port,
+                    dport: dport_c,
+                    seq: 1 + 1400 * k as u32,
+                    ack: 1,
+                    flags: 0x18,
+                    opts: 0,
+                    payload: &filler,
+                };
+                ftp_packets.push(ipv4_packet(
+                    server_mac, client_mac, *server, client, id, &l4,
+                ));
             }
-            let l4 = L4::Tcp { sport: port, dport: dport_c, seq: 0, ack: 1, flags: 0x11, opts: 0, payload: &[] };
-            ftp_packets.push(ipv4_packet(server_mac, client_mac, *server, client, id, &l4));
+            let l4 = L4::Tcp {
+                sport: port,
+                dport: dport_c,
+                seq: 0,
+                ack: 1,
+                flags: 0x11,
+                opts: 0,
+                payload: &[],
+            };
+            ftp_packets.push(ipv4_packet(
+                server_mac, client_mac, *server, client, id, &l4,
+            ));
         }
     }
     let background_total = count.saturating_sub(ftp_packets.len());
@@ -633,7 +909,12 @@ fn gen_ftp(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
             return;
         }
         emit(out, &mut ts, p);
-        let run = if per_ftp == 0 { 0 } else { rng.range(0, 2 * per_ftp as u64) as usize }.min(bg_left);
+        let run = if per_ftp == 0 {
+            0
+        } else {
+            rng.range(0, 2 * per_ftp as u64) as usize
+        }
+        .min(bg_left);
         for _ in 0..run {
             id = id.wrapping_add(1);
             emit(out, &mut ts, ftp_background(rng, id, &filler));
@@ -684,7 +965,11 @@ mod tests {
 
     #[test]
     fn ipv4_header_checksum_verifies() {
-        let l4 = L4::Udp { sport: 1, dport: 2, payload: b"hi" };
+        let l4 = L4::Udp {
+            sport: 1,
+            dport: 2,
+            payload: b"hi",
+        };
         let p = ipv4_packet([0; 6], [1; 6], 1, 2, 3, &l4);
         assert_eq!(ipv4_checksum(&p[14..34]), 0);
         assert_eq!(u16::from_be_bytes([p[16], p[17]]) as usize, p.len() - 14);

@@ -68,11 +68,15 @@ fn strip_subcommand<'a>(args: &'a [String], word: &str) -> &'a [String] {
 /// Takes the value of option `name` at `args[*i]`.
 fn value<'a>(args: &'a [String], i: &mut usize, name: &str) -> Result<&'a str, String> {
     *i += 1;
-    args.get(*i).map(String::as_str).ok_or_else(|| format!("option {name} needs a value"))
+    args.get(*i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("option {name} needs a value"))
 }
 
 fn parse_num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
-    s.replace('_', "").parse().map_err(|_| format!("invalid value '{s}' for {name}"))
+    s.replace('_', "")
+        .parse()
+        .map_err(|_| format!("invalid value '{s}' for {name}"))
 }
 
 /// `sift gen KIND --count N [--seed S] -w FILE`. `args` are the words after
@@ -135,14 +139,22 @@ pub struct BenchArgs {
 /// Parses `sift bench` arguments (a leading `bench` is skipped).
 pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
     let args = strip_subcommand(args, "bench");
-    let mut b = BenchArgs { seed: 1, samples: 20, min_sample_ms: 10, ..Default::default() };
+    let mut b = BenchArgs {
+        seed: 1,
+        samples: 20,
+        min_sample_ms: 10,
+        ..Default::default()
+    };
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
         match a {
-            "--workload" | "--workloads" | "-r" => {
-                b.workloads.extend(value(args, &mut i, a)?.split(',').filter(|s| !s.is_empty()).map(String::from))
-            }
+            "--workload" | "--workloads" | "-r" => b.workloads.extend(
+                value(args, &mut i, a)?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            ),
             "--count" | "-c" => b.count = Some(parse_num(value(args, &mut i, a)?, a)?),
             "--seed" => b.seed = parse_num(value(args, &mut i, a)?, a)?,
             "--filters" | "--filter" => b.filters = Some(value(args, &mut i, a)?.to_string()),
@@ -175,7 +187,11 @@ pub fn filters_for(b: &BenchArgs) -> Result<Vec<FilterSpec>, String> {
         None => Vec::new(),
     };
     for (i, e) in b.exprs.iter().enumerate() {
-        fs.push(FilterSpec { name: format!("expr{}", i + 1), expr: e.clone(), groups: &[] });
+        fs.push(FilterSpec {
+            name: format!("expr{}", i + 1),
+            expr: e.clone(),
+            groups: &[],
+        });
     }
     Ok(fs)
 }
@@ -186,7 +202,11 @@ pub fn workload_for(w: &str, count: Option<usize>, seed: u64) -> Result<Workload
         return Workload::load(Path::new(w));
     }
     match w.parse::<Kind>() {
-        Ok(kind) => Ok(Workload::generated(kind, count.unwrap_or_else(|| kind.default_count()), seed)),
+        Ok(kind) => Ok(Workload::generated(
+            kind,
+            count.unwrap_or_else(|| kind.default_count()),
+            seed,
+        )),
         Err(e) => Err(format!("{w}: no such file, and {e}")),
     }
 }
@@ -194,13 +214,19 @@ pub fn workload_for(w: &str, count: Option<usize>, seed: u64) -> Result<Workload
 /// Runs a whole benchmark: every workload × filter × engine. Results go
 /// to `on_result` as they are measured. Stops at the first failure
 /// (compile error, disagreeing match counts).
-pub fn run(b: &BenchArgs, on_result: &mut dyn FnMut(&Measurement)) -> Result<Vec<Measurement>, String> {
+pub fn run(
+    b: &BenchArgs,
+    on_result: &mut dyn FnMut(&Measurement),
+) -> Result<Vec<Measurement>, String> {
     let filters = filters_for(b)?;
     let engines = match &b.engines {
         Some(list) => engines::select_engines(list)?,
         None => engines::default_engines(),
     };
-    let opts = SampleOptions { samples: b.samples, min_sample_ns: b.min_sample_ms.saturating_mul(1_000_000) };
+    let opts = SampleOptions {
+        samples: b.samples,
+        min_sample_ns: b.min_sample_ms.saturating_mul(1_000_000),
+    };
     let mut all = Vec::new();
     for w in &b.workloads {
         let workload = workload_for(w, b.count, b.seed)?;
@@ -222,15 +248,29 @@ pub fn bench_main(args: &[String]) -> Result<(), String> {
         println!("filters:");
         for f in standard_filters() {
             let e = if f.expr.len() > 90 {
-                format!("{}… ({} chars)", f.expr.chars().take(90).collect::<String>(), f.expr.len())
+                format!(
+                    "{}… ({} chars)",
+                    f.expr.chars().take(90).collect::<String>(),
+                    f.expr.len()
+                )
             } else {
                 f.expr.clone()
             };
-            println!("  {:<17} [{}] {}", f.name, f.groups.join(","), if e.is_empty() { "(empty)".into() } else { e });
+            println!(
+                "  {:<17} [{}] {}",
+                f.name,
+                f.groups.join(","),
+                if e.is_empty() { "(empty)".into() } else { e }
+            );
         }
         println!("engines:");
         for e in ENGINES {
-            println!("  {:<12} {}{}", e.name, e.about, if e.default { " (default)" } else { "" });
+            println!(
+                "  {:<12} {}{}",
+                e.name,
+                e.about,
+                if e.default { " (default)" } else { "" }
+            );
         }
         match libpcap::Libpcap::get() {
             Some(l) => println!("libpcap: {}", l.version()),
@@ -239,9 +279,16 @@ pub fn bench_main(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let json = b.json;
-    let mut table_out: Box<dyn Write> = if json { Box::new(std::io::stderr()) } else { Box::new(std::io::stdout()) };
+    let mut table_out: Box<dyn Write> = if json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
     let _ = writeln!(table_out, "{}", report::table_header());
-    let wants_libpcap = b.engines.as_deref().is_none_or(|l| l.split(',').any(|e| e.trim() == "libpcap" || e.trim() == "all"));
+    let wants_libpcap = b.engines.as_deref().is_none_or(|l| {
+        l.split(',')
+            .any(|e| e.trim() == "libpcap" || e.trim() == "all")
+    });
     if wants_libpcap && libpcap::Libpcap::get().is_none() {
         eprintln!("note: libpcap not found; engine libpcap skipped");
     }

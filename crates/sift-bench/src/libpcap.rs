@@ -45,11 +45,13 @@ struct PcapPkthdr {
 type PcapT = c_void;
 
 type OpenDeadFn = unsafe extern "C" fn(c_int, c_int) -> *mut PcapT;
-type CompileFn = unsafe extern "C" fn(*mut PcapT, *mut BpfProgram, *const c_char, c_int, u32) -> c_int;
+type CompileFn =
+    unsafe extern "C" fn(*mut PcapT, *mut BpfProgram, *const c_char, c_int, u32) -> c_int;
 type FreecodeFn = unsafe extern "C" fn(*mut BpfProgram);
 type GeterrFn = unsafe extern "C" fn(*mut PcapT) -> *mut c_char;
 type CloseFn = unsafe extern "C" fn(*mut PcapT);
-type OfflineFilterFn = unsafe extern "C" fn(*const BpfProgram, *const PcapPkthdr, *const u8) -> c_int;
+type OfflineFilterFn =
+    unsafe extern "C" fn(*const BpfProgram, *const PcapPkthdr, *const u8) -> c_int;
 type VersionFn = unsafe extern "C" fn() -> *const c_char;
 
 /// The entry points of a loaded libpcap.
@@ -132,10 +134,17 @@ impl Libpcap {
     /// Compiles `expr` for DLT `dlt` and `snaplen` with libpcap's optimizer
     /// on (`optimize = true`) or off; returns the filter and the time
     /// `pcap_compile` alone took, in nanoseconds.
-    pub fn compile(&'static self, expr: &str, dlt: u32, snaplen: u32, optimize: bool) -> Result<(LibpcapFilter, u64), String> {
+    pub fn compile(
+        &'static self,
+        expr: &str,
+        dlt: u32,
+        snaplen: u32,
+        optimize: bool,
+    ) -> Result<(LibpcapFilter, u64), String> {
         let c_expr = CString::new(expr).map_err(|_| "filter contains a NUL byte".to_string())?;
         let dlt = c_int::try_from(dlt).map_err(|_| format!("DLT {dlt} out of range"))?;
-        let snaplen = c_int::try_from(snaplen).map_err(|_| format!("snaplen {snaplen} out of range"))?;
+        let snaplen =
+            c_int::try_from(snaplen).map_err(|_| format!("snaplen {snaplen} out of range"))?;
         // SAFETY: pcap_open_dead only allocates a handle from two integers;
         // NULL is checked.
         let handle = unsafe { (self.open_dead)(dlt, snaplen) };
@@ -144,11 +153,27 @@ impl Libpcap {
         }
         // From here on `f` owns the handle (and later the program) and
         // releases them on drop, also on the error path.
-        let mut f = LibpcapFilter { lib: self, handle, prog: BpfProgram { bf_len: 0, bf_insns: std::ptr::null_mut() }, compiled: false };
+        let mut f = LibpcapFilter {
+            lib: self,
+            handle,
+            prog: BpfProgram {
+                bf_len: 0,
+                bf_insns: std::ptr::null_mut(),
+            },
+            compiled: false,
+        };
         let t = Instant::now();
         // SAFETY: handle is live; f.prog is a valid writable bpf_program;
         // c_expr is NUL-terminated and outlives the call.
-        let rc = unsafe { (self.compile)(handle, &mut f.prog, c_expr.as_ptr(), c_int::from(optimize), NETMASK_UNKNOWN) };
+        let rc = unsafe {
+            (self.compile)(
+                handle,
+                &mut f.prog,
+                c_expr.as_ptr(),
+                c_int::from(optimize),
+                NETMASK_UNKNOWN,
+            )
+        };
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         if rc != 0 {
             // SAFETY: pcap_geterr returns the live handle's NUL-terminated
@@ -190,8 +215,17 @@ impl LibpcapFilter {
     /// `pcap_offline_filter` on one packet.
     #[inline]
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        let Ok(caplen) = u32::try_from(data.len()) else { return false };
-        let hdr = PcapPkthdr { ts: libc::timeval { tv_sec: 0, tv_usec: 0 }, caplen, len: wire_len };
+        let Ok(caplen) = u32::try_from(data.len()) else {
+            return false;
+        };
+        let hdr = PcapPkthdr {
+            ts: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
+            caplen,
+            len: wire_len,
+        };
         // SAFETY: prog was filled by a successful pcap_compile and is still
         // owned by self; hdr.caplen is data's length, so libpcap's
         // interpreter reads only within data.

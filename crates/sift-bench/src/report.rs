@@ -66,7 +66,15 @@ pub fn json_line(m: &Measurement) -> String {
 pub fn table_header() -> String {
     format!(
         "{:<10} {:<17} {:<12} {:>9} {:>19} {:>8} {:>11} {:>6} {:>9}",
-        "workload", "filter", "engine", "Mpps", "(min–max)", "ns/pkt", "compile µs", "size", "matches"
+        "workload",
+        "filter",
+        "engine",
+        "Mpps",
+        "(min–max)",
+        "ns/pkt",
+        "compile µs",
+        "size",
+        "matches"
     )
 }
 
@@ -81,7 +89,8 @@ pub fn table_row(m: &Measurement) -> String {
         format!("({:.2}–{:.2})", m.min_mpps, m.max_mpps),
         m.ns_per_packet,
         m.compile_ns as f64 / 1e3,
-        m.program_size.map_or_else(|| "-".to_string(), |s| s.to_string()),
+        m.program_size
+            .map_or_else(|| "-".to_string(), |s| s.to_string()),
         m.matches
     )
 }
@@ -98,7 +107,10 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
     for e in engines {
         let mut ratios: Vec<f64> = Vec::new();
         for r in results.iter().filter(|r| r.engine == e) {
-            if let Some(b) = results.iter().find(|b| b.engine == base && b.workload == r.workload && b.filter == r.filter) {
+            if let Some(b) = results
+                .iter()
+                .find(|b| b.engine == base && b.workload == r.workload && b.filter == r.filter)
+            {
                 if b.median_mpps > 0.0 {
                     ratios.push(r.median_mpps / b.median_mpps);
                 }
@@ -121,10 +133,15 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
-const PALETTE: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"];
+const PALETTE: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+];
 
 /// A grouped bar chart per workload: one group per filter, one bar per
 /// engine (height = median Mpps), whiskers from the slowest to the fastest
@@ -163,12 +180,24 @@ pub fn svg_chart(results: &[Measurement]) -> String {
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
     );
-    let _ = writeln!(s, r#"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="white"/>"#
+    );
     // Legend.
     for (i, e) in engines.iter().enumerate() {
         let x = left + 110.0 * i as f64;
-        let _ = writeln!(s, r#"<rect x="{x:.1}" y="12" width="12" height="12" fill="{}"/>"#, PALETTE[i % PALETTE.len()]);
-        let _ = writeln!(s, r#"<text x="{:.1}" y="22">{}</text>"#, x + 16.0, xml_escape(e));
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x:.1}" y="12" width="12" height="12" fill="{}"/>"#,
+            PALETTE[i % PALETTE.len()]
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="22">{}</text>"#,
+            x + 16.0,
+            xml_escape(e)
+        );
     }
     for (pi, (w, filters, group_w)) in panels.iter().enumerate() {
         let y0 = top + panel_total * pi as f64;
@@ -180,20 +209,47 @@ pub fn svg_chart(results: &[Measurement]) -> String {
             .fold(0.0f64, f64::max)
             .max(1e-9);
         let scale = panel_h / (max * 1.05);
-        let _ = writeln!(s, r#"<text x="{left:.1}" y="{:.1}" font-size="14" font-weight="bold">{} — Mpps (bar: median, whisker: min–max)</text>"#, y0 + 18.0, xml_escape(w));
+        let _ = writeln!(
+            s,
+            r#"<text x="{left:.1}" y="{:.1}" font-size="14" font-weight="bold">{} — Mpps (bar: median, whisker: min–max)</text>"#,
+            y0 + 18.0,
+            xml_escape(w)
+        );
         // Axis and gridlines.
-        let _ = writeln!(s, r#"<line x1="{left:.1}" y1="{:.1}" x2="{left:.1}" y2="{base_y:.1}" stroke="black"/>"#, y0 + title_h);
-        let _ = writeln!(s, r#"<line x1="{left:.1}" y1="{base_y:.1}" x2="{:.1}" y2="{base_y:.1}" stroke="black"/>"#, width - right);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{left:.1}" y1="{:.1}" x2="{left:.1}" y2="{base_y:.1}" stroke="black"/>"#,
+            y0 + title_h
+        );
+        let _ = writeln!(
+            s,
+            r#"<line x1="{left:.1}" y1="{base_y:.1}" x2="{:.1}" y2="{base_y:.1}" stroke="black"/>"#,
+            width - right
+        );
         for k in 0..=4 {
             let v = max * 1.05 * f64::from(k) / 4.0;
             let y = base_y - v * scale;
-            let _ = writeln!(s, r##"<line x1="{left:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##, width - right);
-            let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v:.1}</text>"#, left - 4.0, y + 4.0);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{left:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+                width - right
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v:.1}</text>"#,
+                left - 4.0,
+                y + 4.0
+            );
         }
         for (fi, f) in filters.iter().enumerate() {
             let gx = left + group_w * fi as f64 + group_gap / 2.0;
             for (ei, e) in engines.iter().enumerate() {
-                let Some(r) = results.iter().find(|r| r.workload == *w && r.filter == *f && r.engine == *e) else { continue };
+                let Some(r) = results
+                    .iter()
+                    .find(|r| r.workload == *w && r.filter == *f && r.engine == *e)
+                else {
+                    continue;
+                };
                 if !r.median_mpps.is_finite() {
                     continue;
                 }
@@ -215,9 +271,22 @@ pub fn svg_chart(results: &[Measurement]) -> String {
                 if r.min_mpps.is_finite() && r.max_mpps.is_finite() {
                     let cx = x + (bar_w - 2.0) / 2.0;
                     let (ylo, yhi) = (base_y - r.min_mpps * scale, base_y - r.max_mpps * scale);
-                    let _ = writeln!(s, r#"<line x1="{cx:.1}" y1="{ylo:.1}" x2="{cx:.1}" y2="{yhi:.1}" stroke="black"/>"#);
-                    let _ = writeln!(s, r#"<line x1="{:.1}" y1="{yhi:.1}" x2="{:.1}" y2="{yhi:.1}" stroke="black"/>"#, cx - 3.0, cx + 3.0);
-                    let _ = writeln!(s, r#"<line x1="{:.1}" y1="{ylo:.1}" x2="{:.1}" y2="{ylo:.1}" stroke="black"/>"#, cx - 3.0, cx + 3.0);
+                    let _ = writeln!(
+                        s,
+                        r#"<line x1="{cx:.1}" y1="{ylo:.1}" x2="{cx:.1}" y2="{yhi:.1}" stroke="black"/>"#
+                    );
+                    let _ = writeln!(
+                        s,
+                        r#"<line x1="{:.1}" y1="{yhi:.1}" x2="{:.1}" y2="{yhi:.1}" stroke="black"/>"#,
+                        cx - 3.0,
+                        cx + 3.0
+                    );
+                    let _ = writeln!(
+                        s,
+                        r#"<line x1="{:.1}" y1="{ylo:.1}" x2="{:.1}" y2="{ylo:.1}" stroke="black"/>"#,
+                        cx - 3.0,
+                        cx + 3.0
+                    );
                 }
             }
             let lx = gx + bar_w * engines.len() as f64 / 2.0;
@@ -276,6 +345,9 @@ mod tests {
             sample_measurement("interp", "tcp", 40.0),
         ];
         let s = ratio_summary(&r, "libpcap");
-        assert!(s.contains("interp / libpcap: median 4.00×, min 2.00×, max 4.00×"), "{s}");
+        assert!(
+            s.contains("interp / libpcap: median 4.00×, min 2.00×, max 4.00×"),
+            "{s}"
+        );
     }
 }
