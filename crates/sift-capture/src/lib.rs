@@ -334,6 +334,9 @@ pub struct Capture {
     next: usize,
     filter: Option<Filter>,
     placement: Placement,
+    /// Blocks still to filter entirely in user space because they may hold
+    /// packets that passed a previous filter.
+    refilter_blocks: usize,
     counters: Counters,
 }
 
@@ -432,6 +435,7 @@ impl Capture {
             next: 0,
             filter: None,
             placement: Placement::None,
+            refilter_blocks: 0,
             counters: Counters::default(),
         };
         // Without a filter the kernel still truncates to the snapshot length.
@@ -474,7 +478,7 @@ impl Capture {
     /// removes the filter with `None`. Returns where it runs.
     ///
     /// In raw (non-cooked) mode the program is attached with
-    /// SO_ATTACH_FILTER behind a two-instruction prefix that lets through
+    /// SO_ATTACH_FILTER behind a three-instruction prefix that lets through
     /// packets whose VLAN tag the kernel stripped (the kernel runs socket
     /// filters on the untagged frame); those are filtered again in user
     /// space once the tag is back. In cooked mode (`any`) the program's
@@ -482,8 +486,9 @@ impl Capture {
     /// the filter runs in user space. If the kernel refuses the program,
     /// it runs in user space too.
     ///
-    /// On an active capture, packets already in the ring passed the
-    /// previous filter.
+    /// On an active capture the swap is exact: the packets already in the
+    /// ring (which passed the previous filter) are filtered again with the
+    /// new one in user space, for one pass over the ring.
     pub fn set_filter(&mut self, filter: Option<Filter>) -> Result<Placement, Error> {
         let accept_all = [Insn::stmt(0x06, self.snaplen)]; // ret #snaplen
         let placement = match (&filter, self.framing) {
@@ -510,6 +515,11 @@ impl Capture {
         };
         self.filter = filter;
         self.placement = placement;
+        if self.active {
+            // Every block the kernel may have (partly) filled under the old
+            // filter is filtered again with the new one.
+            self.refilter_blocks = self.map.block_nr();
+        }
         Ok(placement)
     }
 
@@ -553,10 +563,12 @@ impl Capture {
         let index = self.next;
         self.next = (self.next + 1) % n.max(1);
         let user_filter = match self.placement {
+            _ if self.refilter_blocks > 0 && self.filter.is_some() => UserFilter::All,
             Placement::None => UserFilter::None,
             Placement::Kernel => UserFilter::VlanOnly,
             Placement::Userland => UserFilter::All,
         };
+        self.refilter_blocks = self.refilter_blocks.saturating_sub(1);
         Ok(Some(Block {
             map: &mut self.map,
             index,

@@ -137,7 +137,14 @@ pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
     };
     let linktype = sift_pcap::linktype::dlt_to_linktype(cap.linktype()).unwrap_or(cap.linktype());
     if !args.quiet {
-        let name = sift::LinkType(cap.linktype()).name().unwrap_or("?");
+        let lt = cap.linktype();
+        let name = sift::LinkType(lt).name().unwrap_or("?");
+        let name = match lt {
+            crate::DLT_EN10MB => format!("{name} (Ethernet)"),
+            crate::DLT_RAW => format!("{name} (Raw IP)"),
+            crate::DLT_LINUX_SLL2 => format!("{name} (Linux cooked v2)"),
+            _ => name.to_string(),
+        };
         let mut e = io::stderr().lock();
         let _ = writeln!(
             e,
