@@ -477,14 +477,18 @@ impl Capture {
     /// Installs `filter` (compiled with [`Capture::compile_options`]), or
     /// removes the filter with `None`. Returns where it runs.
     ///
+    /// In cooked mode (`any`) the kernel has the network-layer packet and
+    /// the SLL2 header's fields as ancillary data: the program is attached
+    /// with its offsets rewritten ([`cooked_program`]) when that is exact,
+    /// and runs in user space on the rebuilt SLL2 packets otherwise.
+    ///
     /// In raw (non-cooked) mode the program is attached with
     /// SO_ATTACH_FILTER behind a three-instruction prefix that lets through
     /// packets whose VLAN tag the kernel stripped (the kernel runs socket
     /// filters on the untagged frame); those are filtered again in user
-    /// space once the tag is back. In cooked mode (`any`) the program's
-    /// offsets refer to the SLL2 header, which the kernel does not have, so
-    /// the filter runs in user space. If the kernel refuses the program,
-    /// it runs in user space too.
+    /// space once the tag is back. If the kernel refuses the program, or
+    /// would not run it exactly ([`kernel_runs_exactly`]), it runs in user
+    /// space.
     ///
     /// On an active capture the swap is exact: the packets already in the
     /// ring (which passed the previous filter) are filtered again with the
@@ -497,7 +501,22 @@ impl Capture {
                 let _ = sys::attach_filter(&self.fd, &accept_all);
                 Placement::None
             }
-            (Some(_), Framing::CookedSll2) => {
+            (Some(f), Framing::CookedSll2) => {
+                let kernel = if kernel_runs_exactly(f.program()) {
+                    cooked_program(f.program())
+                } else {
+                    None
+                };
+                match kernel.map(|prog| sys::attach_filter(&self.fd, &prog)) {
+                    Some(Ok(())) => Placement::Kernel,
+                    _ => {
+                        sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"))?;
+                        let _ = sys::attach_filter(&self.fd, &accept_all);
+                        Placement::Userland
+                    }
+                }
+            }
+            (Some(f), Framing::Raw { .. }) if !kernel_runs_exactly(f.program()) => {
                 let _ = sys::attach_filter(&self.fd, &accept_all);
                 Placement::Userland
             }
@@ -565,6 +584,8 @@ impl Capture {
         let user_filter = match self.placement {
             _ if self.refilter_blocks > 0 && self.filter.is_some() => UserFilter::All,
             Placement::None => UserFilter::None,
+            // In cooked mode nothing is put back: the kernel saw what we see.
+            Placement::Kernel if self.framing == Framing::CookedSll2 => UserFilter::None,
             Placement::Kernel => UserFilter::VlanOnly,
             Placement::Userland => UserFilter::All,
         };
@@ -596,6 +617,87 @@ impl Capture {
             filtered_in_userland: c.userland_rejected,
         })
     }
+}
+
+/// Can the kernel run `prog` with libpcap's semantics on every packet?
+///
+/// Not when it shifts by X (the kernel takes X mod 32, libpcap gives 0 for
+/// X >= 32) or may load at an offset of 2^31 or more (the kernel treats
+/// those as ancillary or link/network-relative loads, libpcap as out of
+/// bounds). Constant offsets are checked directly; for `[x + k]` loads, X
+/// must provably stay small: every `ldx` is `4*([k]&0xf)` (at most 60) or
+/// a constant, and there is no `tax`. Programs the kernel's checker refuses
+/// are caught when attaching.
+pub fn kernel_runs_exactly(prog: &[Insn]) -> bool {
+    let mut max_x: Option<u64> = Some(0);
+    for i in prog {
+        let class = i.code & 0x07;
+        let mode = i.code & 0xe0;
+        if class == 0x01 {
+            let bound = match mode {
+                0xa0 => Some(60),             // ldxb 4*([k]&0xf)
+                0x00 => Some(u64::from(i.k)), // ldx #k
+                _ => None,
+            };
+            max_x = max_x.zip(bound).map(|(a, b)| a.max(b));
+        }
+        if class == 0x07 && i.code & 0xf8 == 0x00 {
+            max_x = None; // tax
+        }
+    }
+    prog.iter().all(|i| {
+        let class = i.code & 0x07;
+        let mode = i.code & 0xe0;
+        let shift_by_x =
+            class == 0x04 && matches!(i.code & 0xf0, 0x60 | 0x70) && i.code & 0x08 != 0;
+        let loads = matches!(class, 0x00 | 0x01);
+        let huge_abs = loads && matches!(mode, 0x20 | 0xa0) && i.k >= 0x8000_0000;
+        let huge_ind =
+            loads && mode == 0x40 && max_x.is_none_or(|x| x + u64::from(i.k) >= 0x8000_0000);
+        !shift_by_x && !huge_abs && !huge_ind
+    })
+}
+
+/// `prog`, written for LINUX_SLL2 packets, rewritten for a cooked
+/// (SOCK_DGRAM) socket whose filter sees the network-layer packet: payload
+/// offsets lose the 20-byte header, and the three header fields libpcap's
+/// programs read become the kernel's ancillary loads (`ldh [0]` protocol,
+/// `ld [4]` interface index, `ldb [10]` packet type). `None` when the
+/// rewrite would not be exact: other header bytes, `[x + k]` or
+/// `4*([k]&0xf)` with `k` inside the header (X is a length, so only loads
+/// whose constant part is past the header move with it), or `len` (the
+/// kernel's excludes the header).
+pub fn cooked_program(prog: &[Insn]) -> Option<Vec<Insn>> {
+    const SKF_AD_OFF: u32 = 0xffff_f000;
+    const HDR: u32 = frame::SLL2_HDR_LEN as u32;
+    let mut out = prog.to_vec();
+    for i in &mut out {
+        let class = i.code & 0x07;
+        if !matches!(class, 0x00 | 0x01) {
+            continue;
+        }
+        let (mode, size) = (i.code & 0xe0, i.code & 0x18);
+        match mode {
+            0x80 => return None, // len
+            0x20 if class == 0x00 => {
+                i.k = match (i.k, size) {
+                    (k, _) if k >= HDR => k - HDR,
+                    (0, 0x08) => SKF_AD_OFF,      // ldh [0]: SKF_AD_PROTOCOL
+                    (4, 0x00) => SKF_AD_OFF + 8,  // ld [4]: SKF_AD_IFINDEX
+                    (10, 0x10) => SKF_AD_OFF + 4, // ldb [10]: SKF_AD_PKTTYPE
+                    _ => return None,
+                };
+            }
+            0x40 | 0xa0 => {
+                if i.k < HDR {
+                    return None;
+                }
+                i.k -= HDR;
+            }
+            _ => {}
+        }
+    }
+    Some(out)
 }
 
 /// `prog` behind a prefix that accepts (`ret #snaplen`) every packet whose
@@ -833,6 +935,67 @@ mod tests {
         assert_eq!(v[3], prog[0]);
         assert_eq!(v[2], Insn::stmt(0x06, 100));
         sift::Filter::from_program(v).unwrap();
+    }
+
+    #[test]
+    fn kernel_exactness() {
+        let f = |e: &str| sift::Filter::new(e, &sift::CompileOptions::default()).unwrap();
+        assert!(kernel_runs_exactly(f.program_of("tcp port 80")));
+        assert!(kernel_runs_exactly(
+            f.program_of("ether[0] & 1 = 1 and vlan 3")
+        ));
+        assert!(!kernel_runs_exactly(
+            f.program_of("ether[0] << ether[1] = 2")
+        ));
+        let huge = [Insn::stmt(0x20, 0x8000_0000), Insn::stmt(0x16, 0)]; // ld [0x80000000]; ret a
+        assert!(!kernel_runs_exactly(&huge));
+        let ind = [
+            Insn::stmt(0x01, 0x7fff_fff0),
+            Insn::stmt(0x50, 0x10),
+            Insn::stmt(0x16, 0),
+        ];
+        assert!(!kernel_runs_exactly(&ind));
+        assert!(kernel_runs_exactly(&ind[1..]));
+        assert!(!kernel_runs_exactly(f.program_of("ether[ether[0]] = 2")));
+        for e in [
+            "udp dst port 53",
+            "ip6 and tcp port 443",
+            "vlan 10 and tcp[tcpflags] & tcp-syn != 0",
+            "ip[2:2] > 100 and not icmp",
+            "ip6 proto 58",
+            "mpls 3 and ip",
+            "tcp[13] = 2",
+        ] {
+            assert!(kernel_runs_exactly(f.program_of(e)), "{e}");
+        }
+    }
+
+    #[test]
+    fn cooked_rewrite() {
+        let o = sift::CompileOptions {
+            linktype: sift::LinkType::LINUX_SLL2,
+            ..Default::default()
+        };
+        let f = |e: &str| sift::Filter::new(e, &o).unwrap();
+        let p = cooked_program(f("udp dst port 1000").program()).unwrap();
+        assert_eq!(p[0], Insn::stmt(0x28, 0xffff_f000)); // ldh [protocol]
+        assert!(p.contains(&Insn::stmt(0xb1, 0))); // ldxb 4*([0]&0xf)
+        assert!(p.contains(&Insn::stmt(0x48, 2))); // ldh [x + 2]
+        let p = cooked_program(f("inbound and ifindex 3").program()).unwrap();
+        assert_eq!(p[0], Insn::stmt(0x30, 0xffff_f004));
+        assert_eq!(p[2], Insn::stmt(0x20, 0xffff_f008));
+        assert!(cooked_program(f("greater 100").program()).is_none());
+        assert!(cooked_program(f("ether[2] = 1").program()).is_none());
+        assert!(cooked_program(f("ether[ether[0]] = 1").program()).is_none());
+    }
+
+    trait ProgramOf {
+        fn program_of(&self, e: &str) -> &'static [Insn];
+    }
+    impl<F: Fn(&str) -> sift::Filter> ProgramOf for F {
+        fn program_of(&self, e: &str) -> &'static [Insn] {
+            Box::leak(Box::new(self(e))).program()
+        }
     }
 
     #[test]

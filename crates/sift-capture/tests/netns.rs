@@ -361,36 +361,61 @@ fn any_device_builds_sll2_headers() {
     })
     .join()
     .unwrap();
-    let mut cfg = Config::new("any");
-    cfg.ring = small_ring();
-    cfg.snaplen = 100;
-    let filter = "udp dst port 1000";
-    let (got, stats, placement) = capture_until_marker(&pair, cfg, Some(filter), sent.clone());
-    assert_eq!(placement, Placement::Userland);
     // Cooked mode: the kernel removed the (outer) tag; libpcap does not put
     // tags back in SLL2 captures, and neither does sift. The frames whose
     // network layer is UDP to 1000 after the outer tag: 0, 2, 3, 5, 8, 9, 11.
-    let want = [0usize, 2, 3, 5, 8, 9, 11];
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "{:?}",
-        got.iter().map(|g| g.0.len()).collect::<Vec<_>>()
-    );
-    for (g, &i) in got.iter().zip(&want) {
-        let s = &sent[i];
-        let l3_at = if [2, 3, 5, 9].contains(&i) { 18 } else { 14 };
-        let mut e = vec![0x08, 0x00, 0, 0];
-        e.extend_from_slice(&ifindex.to_be_bytes());
-        e.extend_from_slice(&[0, 1, 1, 6]); // ARPHRD_ETHER, PACKET_BROADCAST, 6-byte address
-        e.extend_from_slice(&SRC);
-        e.extend_from_slice(&[0, 0]);
-        e.extend_from_slice(&s[l3_at..]);
-        assert_eq!(g.1 as usize, e.len(), "wire length of frame {i}");
-        e.truncate(100);
-        assert_eq!(g.0, e, "frame {i}");
+    let all = vec![0usize, 2, 3, 5, 8, 9, 11];
+    let cases: Vec<(String, Placement, Vec<usize>)> = vec![
+        ("udp dst port 1000".into(), Placement::Kernel, all.clone()),
+        (
+            format!("not outbound and ifindex {ifindex} and udp dst port 1000"),
+            Placement::Kernel,
+            all.clone(),
+        ),
+        // `len` includes the SLL2 header: user space.
+        (
+            "(greater 1000 or udp[8:4] = 0x454e442d) and udp dst port 1000".into(),
+            Placement::Userland,
+            vec![8, 11],
+        ),
+    ];
+    for (filter, placement_want, want) in cases {
+        let mut cfg = Config::new("any");
+        cfg.ring = small_ring();
+        cfg.snaplen = 100;
+        let filter: &'static str = Box::leak(filter.into_boxed_str());
+        let (got, stats, placement) = capture_until_marker(&pair, cfg, Some(filter), sent.clone());
+        assert_eq!(placement, placement_want, "{filter}");
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "{filter}: {:?}",
+            got.iter().map(|g| g.0.len()).collect::<Vec<_>>()
+        );
+        for (g, &i) in got.iter().zip(&want) {
+            let s = &sent[i];
+            let l3_at = if [2, 3, 5, 9].contains(&i) { 18 } else { 14 };
+            let mut e = vec![0x08, 0x00, 0, 0];
+            e.extend_from_slice(&ifindex.to_be_bytes());
+            e.extend_from_slice(&[0, 1, 1, 6]); // ARPHRD_ETHER, PACKET_BROADCAST, 6-byte address
+            e.extend_from_slice(&SRC);
+            e.extend_from_slice(&[0, 0]);
+            e.extend_from_slice(&s[l3_at..]);
+            assert_eq!(g.1 as usize, e.len(), "{filter}: wire length of frame {i}");
+            e.truncate(100);
+            assert_eq!(g.0, e, "{filter}: frame {i}");
+        }
+        assert_eq!(stats.captured, want.len() as u64);
+        if placement == Placement::Kernel {
+            // Rejected packets never reached the ring.
+            assert_eq!(
+                stats.received_by_filter,
+                want.len() as u64,
+                "{filter}: {stats:?}"
+            );
+            assert_eq!(stats.filtered_in_userland, 0);
+        }
     }
-    assert_eq!(stats.captured, want.len() as u64);
 }
 
 #[test]
