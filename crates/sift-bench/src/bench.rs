@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::engines::{elapsed_ns, EngineSpec, Runner, Setup};
+use crate::engines::{self, elapsed_ns, EngineSpec, Runner, Setup};
 use crate::filters::FilterSpec;
 use crate::gen::{generate, Kind, Packet, GEN_SNAPLEN, LINKTYPE_ETHERNET};
 
@@ -122,31 +122,46 @@ pub struct Measurement {
     pub matches: u64,
 }
 
+/// One warm-up pass: the match count and how many whole passes make a
+/// sample of at least `opts.min_sample_ns`.
+pub fn warm_up(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) -> (u64, u64) {
+    let t = Instant::now();
+    let matches = runner.count(black_box(packets));
+    let warm_ns = elapsed_ns(t).max(1);
+    (matches, opts.min_sample_ns.div_ceil(warm_ns).max(1))
+}
+
+/// One sample: `passes` whole passes, timed (nanoseconds). Fails if a
+/// pass's count differs from `matches`.
+pub fn one_sample(
+    runner: &dyn Runner,
+    packets: &[Packet],
+    passes: u64,
+    matches: u64,
+) -> Result<u64, String> {
+    let t = Instant::now();
+    for _ in 0..passes {
+        let n = runner.count(black_box(packets));
+        if black_box(n) != matches {
+            return Err(format!(
+                "the engine counted {n} matches on one pass and {matches} on another"
+            ));
+        }
+    }
+    Ok(elapsed_ns(t).max(1))
+}
+
 /// Speed samples of one runner: (matches, passes per sample, per-sample
-/// elapsed nanoseconds). Fails if a pass's count differs from the
-/// warm-up's.
+/// elapsed nanoseconds) after one warm-up pass.
 pub fn sample(
     runner: &dyn Runner,
     packets: &[Packet],
     opts: &SampleOptions,
 ) -> Result<(u64, u64, Vec<u64>), String> {
-    let t = Instant::now();
-    let matches = runner.count(black_box(packets));
-    let warm_ns = elapsed_ns(t).max(1);
-    let passes = opts.min_sample_ns.div_ceil(warm_ns).max(1);
-    let mut times = Vec::with_capacity(opts.samples);
-    for _ in 0..opts.samples.max(1) {
-        let t = Instant::now();
-        for _ in 0..passes {
-            let n = runner.count(black_box(packets));
-            if black_box(n) != matches {
-                return Err(format!(
-                    "the engine counted {n} matches on one pass and {matches} on another"
-                ));
-            }
-        }
-        times.push(elapsed_ns(t).max(1));
-    }
+    let (matches, passes) = warm_up(runner, packets, opts);
+    let times = (0..opts.samples.max(1))
+        .map(|_| one_sample(runner, packets, passes, matches))
+        .collect::<Result<Vec<u64>, String>>()?;
     Ok((matches, passes, times))
 }
 
@@ -189,8 +204,10 @@ pub fn bench_filter(
         return Err(format!("workload {} has no packets", workload.name));
     }
     let setup = Setup::for_capture(workload.linktype, workload.snaplen);
-    let mut results = Vec::new();
-    let mut runners: Vec<(&'static str, Box<dyn Runner>)> = Vec::new();
+    // Build every engine first, then warm each up, then take the samples
+    // round-robin (engine A, B, C, A, B, C, ...) so that a burst of load
+    // on the machine hits every engine alike.
+    let mut runners: Vec<(&'static str, engines::Built)> = Vec::new();
     for e in engines {
         let built = (e.build)(filter, &setup).map_err(|m| {
             format!(
@@ -198,11 +215,28 @@ pub fn bench_filter(
                 e.name, filter.name, filter.expr
             )
         })?;
-        let Some(built) = built else { continue };
-        let (matches, passes, times) = sample(built.runner.as_ref(), &workload.packets, opts)
-            .map_err(|m| format!("{} on {} / {}: {m}", e.name, workload.name, filter.name))?;
-        let n = workload.packets.len() as f64;
-        let mut mpps: Vec<f64> = times
+        if let Some(b) = built {
+            runners.push((e.name, b));
+        }
+    }
+    let packets = &workload.packets;
+    let warm: Vec<(u64, u64)> = runners
+        .iter()
+        .map(|r| warm_up(r.1.runner.as_ref(), packets, opts))
+        .collect();
+    let mut times: Vec<Vec<u64>> = vec![Vec::with_capacity(opts.samples); runners.len()];
+    for _ in 0..opts.samples.max(1) {
+        for (i, (name, b)) in runners.iter().enumerate() {
+            let t = one_sample(b.runner.as_ref(), packets, warm[i].1, warm[i].0)
+                .map_err(|m| format!("{name} on {} / {}: {m}", workload.name, filter.name))?;
+            times[i].push(t);
+        }
+    }
+    let n = packets.len() as f64;
+    let mut results = Vec::with_capacity(runners.len());
+    for (i, (name, b)) in runners.iter().enumerate() {
+        let (matches, passes) = warm[i];
+        let mut mpps: Vec<f64> = times[i]
             .iter()
             .map(|&t| n * passes as f64 * 1e3 / t as f64)
             .collect();
@@ -216,9 +250,9 @@ pub fn bench_filter(
             workload: workload.name.clone(),
             filter: filter.name.clone(),
             expression: filter.expr.clone(),
-            engine: e.name.to_string(),
-            packets: workload.packets.len(),
-            samples: times.len(),
+            engine: name.to_string(),
+            packets: packets.len(),
+            samples: times[i].len(),
             passes_per_sample: passes,
             median_mpps: med,
             min_mpps: lo,
@@ -226,13 +260,12 @@ pub fn bench_filter(
             ns_per_packet: 1e3 / med,
             min_ns_per_packet: 1e3 / hi,
             max_ns_per_packet: 1e3 / lo,
-            compile_ns: built.compile_ns,
-            program_size: built.runner.program_size(),
+            compile_ns: b.compile_ns,
+            program_size: b.runner.program_size(),
             matches,
         };
         progress(&m);
         results.push(m);
-        runners.push((e.name, built.runner));
     }
     if let Some(first) = results.first() {
         if results.iter().any(|r| r.matches != first.matches) {
@@ -252,7 +285,9 @@ pub fn bench_filter(
                 .position(|r| r.matches != first.matches)
                 .unwrap_or(0);
             if let (Some(a), Some(b)) = (runners.first(), runners.get(odd)) {
-                if let Some(d) = first_difference(a.1.as_ref(), b.1.as_ref(), &workload.packets) {
+                if let Some(d) =
+                    first_difference(a.1.runner.as_ref(), b.1.runner.as_ref(), &workload.packets)
+                {
                     msg.push_str(&format!("\n  {} vs {}: {d}", a.0, b.0));
                 }
             }
