@@ -32,7 +32,9 @@ fn main() {
     }
     let mut base: Vec<(Vec<u8>, u32)> = Vec::new();
     for f in &files {
-        let Ok(cap) = sift_pcap::Capture::open(std::path::Path::new(f)) else { continue };
+        let Ok(cap) = sift_pcap::Capture::open(std::path::Path::new(f)) else {
+            continue;
+        };
         if cap.linktype() != 1 {
             continue;
         }
@@ -45,15 +47,29 @@ fn main() {
         return;
     }
     let reps = (1_000_000 / base.len()).max(1);
-    let packets: Vec<(&[u8], u32)> =
-        (0..reps).flat_map(|_| base.iter().map(|(d, w)| (d.as_slice(), *w))).collect();
-    println!("{} distinct packets x {reps} = {} per pass; median of 9 passes, ns/packet", base.len(), packets.len());
-    println!("{:<60} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6}", "filter", "libpcap", "interp", "jit", "batch", "insns", "bytes");
+    let packets: Vec<(&[u8], u32)> = (0..reps)
+        .flat_map(|_| base.iter().map(|(d, w)| (d.as_slice(), *w)))
+        .collect();
+    println!(
+        "{} distinct packets x {reps} = {} per pass; median of 9 passes, ns/packet",
+        base.len(),
+        packets.len()
+    );
+    println!(
+        "{:<60} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6}",
+        "filter", "libpcap", "interp", "jit", "batch", "insns", "bytes"
+    );
     let mut out = vec![0u32; 256];
     for expr in FILTERS {
         let filter = sift_syntax::parse(expr).expect("parses");
-        let pred = sift_ir::lower(&filter, &LowerOptions { linktype: LinkType::EN10MB, ..LowerOptions::default() })
-            .expect("lowers");
+        let pred = sift_ir::lower(
+            &filter,
+            &LowerOptions {
+                linktype: LinkType::EN10MB,
+                ..LowerOptions::default()
+            },
+        )
+        .expect("lowers");
         let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
         let interp = Program::new(&prog).expect("runs");
         let jit = JitFilter::from_program(&prog).expect("JIT");
@@ -69,8 +85,18 @@ fn main() {
             samples.sort_by(f64::total_cmp);
             (samples[samples.len() / 2], n)
         };
-        let (l, nl) = time(&mut || packets.iter().filter(|(d, w)| lib.filter(d, *w) != 0).count());
-        let (i, ni) = time(&mut || packets.iter().filter(|(d, w)| interp.run(d, *w) != 0).count());
+        let (l, nl) = time(&mut || {
+            packets
+                .iter()
+                .filter(|(d, w)| lib.filter(d, *w) != 0)
+                .count()
+        });
+        let (i, ni) = time(&mut || {
+            packets
+                .iter()
+                .filter(|(d, w)| interp.run(d, *w) != 0)
+                .count()
+        });
         let (j, nj) = time(&mut || packets.iter().filter(|(d, w)| jit.run(d, *w) != 0).count());
         let (b, nb) = time(&mut || {
             let mut n = 0;
@@ -80,7 +106,14 @@ fn main() {
             }
             n
         });
-        assert!(nl == ni && ni == nj && nj == nb, "match counts differ for {expr}");
-        println!("{expr:<60} {l:>7.2} {i:>7.2} {j:>7.2} {b:>7.2} {:>6} {:>6}", prog.len(), jit.code_size());
+        assert!(
+            nl == ni && ni == nj && nj == nb,
+            "match counts differ for {expr}"
+        );
+        println!(
+            "{expr:<60} {l:>7.2} {i:>7.2} {j:>7.2} {b:>7.2} {:>6} {:>6}",
+            prog.len(),
+            jit.code_size()
+        );
     }
 }

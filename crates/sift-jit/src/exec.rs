@@ -34,7 +34,10 @@ impl ExecBuffer {
     pub(crate) fn new(code: &[u8]) -> io::Result<ExecBuffer> {
         // SAFETY: sysconf has no memory-safety preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let page = usize::try_from(page).ok().filter(|&p| p > 0).unwrap_or(4096);
+        let page = usize::try_from(page)
+            .ok()
+            .filter(|&p| p > 0)
+            .unwrap_or(4096);
         let map_len = code
             .len()
             .max(1)
@@ -56,7 +59,11 @@ impl ExecBuffer {
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let buf = ExecBuffer { ptr: ptr.cast::<u8>(), map_len, code_len: code.len() };
+        let buf = ExecBuffer {
+            ptr: ptr.cast::<u8>(),
+            map_len,
+            code_len: code.len(),
+        };
         // SAFETY: the mapping is `map_len >= code.len()` bytes, writable, and
         // does not overlap `code` (a fresh mapping).
         unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), buf.ptr, code.len()) };

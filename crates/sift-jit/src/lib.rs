@@ -37,6 +37,7 @@
 
 use sift_bpf::validate::ValidateError;
 use sift_bpf::Insn;
+use sift_ir::Pred;
 use std::fmt;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -56,6 +57,9 @@ pub enum JitError {
     Unsupported,
     /// The generated code would be too large for 32-bit jump offsets.
     TooLarge,
+    /// A predicate the direct compiler refused could not be compiled to
+    /// classic BPF either.
+    Codegen(sift_bpf::codegen::CodegenError),
     /// Mapping or protecting the code pages failed.
     Memory(std::io::Error),
 }
@@ -66,6 +70,7 @@ impl fmt::Display for JitError {
             JitError::Invalid(e) => write!(f, "invalid program: {e}"),
             JitError::Unsupported => f.write_str("no JIT for this target (x86-64 Linux only)"),
             JitError::TooLarge => f.write_str("the program is too large to JIT"),
+            JitError::Codegen(e) => write!(f, "cannot compile the predicate: {e}"),
             JitError::Memory(e) => write!(f, "cannot map executable memory: {e}"),
         }
     }
@@ -76,6 +81,7 @@ impl std::error::Error for JitError {
         match self {
             JitError::Invalid(e) => Some(e),
             JitError::Memory(e) => Some(e),
+            JitError::Codegen(e) => Some(e),
             _ => None,
         }
     }
@@ -106,12 +112,44 @@ impl JitFilter {
     fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
         let code = x64::compile(prog).ok_or(JitError::TooLarge)?;
         let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
-        Ok(JitFilter { code, insns: prog.len() })
+        Ok(JitFilter {
+            code,
+            insns: prog.len(),
+        })
     }
 
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     fn compile_checked(_prog: &[Insn]) -> Result<JitFilter, JitError> {
         Err(JitError::Unsupported)
+    }
+
+    /// Compiles a predicate straight to machine code (no classic BPF in
+    /// between), returning `sift_bpf::codegen::DEFAULT_SNAPLEN` (262144)
+    /// for accepted packets, like the cBPF `codegen` with default options.
+    /// See [`JitFilter::from_pred_with`].
+    pub fn from_pred(pred: &Pred) -> Result<JitFilter, JitError> {
+        Self::from_pred_with(pred, sift_bpf::codegen::DEFAULT_SNAPLEN)
+    }
+
+    /// Compiles a predicate straight to machine code: the filter returns
+    /// `accept` when `pred` holds and 0 when it does not or its evaluation
+    /// aborts (`sift_ir::eval` semantics). Trees nested deeper than 400
+    /// levels, or values needing more than nine registers, go
+    /// through `sift_bpf::codegen` and [`JitFilter::from_program`] instead;
+    /// [`JitFilter::insn_count`] is then the cBPF length (0 for the direct
+    /// path).
+    pub fn from_pred_with(pred: &Pred, accept: u32) -> Result<JitFilter, JitError> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if let Some(code) = x64::pred::compile(pred, accept) {
+            let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
+            return Ok(JitFilter { code, insns: 0 });
+        }
+        if !Self::is_supported() {
+            return Err(JitError::Unsupported);
+        }
+        let opts = sift_bpf::codegen::CodegenOptions { snaplen: accept };
+        let prog = sift_bpf::codegen::compile(pred, &opts).map_err(JitError::Codegen)?;
+        Self::from_program(&prog)
     }
 
     /// Whether this target has a JIT (x86-64 Linux).

@@ -36,6 +36,8 @@
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
 
+pub(crate) mod pred;
+
 const RAX: u8 = 0;
 const RCX: u8 = 1;
 const RDX: u8 = 2;
@@ -83,7 +85,11 @@ struct Mem {
 const SCRATCH_DISP: i32 = -64;
 
 fn scratch(i: u32) -> Mem {
-    Mem { base: RSP, index: None, disp: SCRATCH_DISP + 4 * (i & 15) as i32 }
+    Mem {
+        base: RSP,
+        index: None,
+        disp: SCRATCH_DISP + 4 * (i & 15) as i32,
+    }
 }
 
 fn fits_i8(v: i64) -> bool {
@@ -234,7 +240,8 @@ impl Asm {
                 if target == usize::MAX {
                     return None;
                 }
-                let rel = i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
+                let rel =
+                    i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
                 i32::try_from(rel).ok().map(i64::from)
             })
             .collect()
@@ -247,7 +254,9 @@ impl Asm {
             if size == 1 {
                 *self.code.get_mut(at)? = i8::try_from(rel).ok()? as u8;
             } else {
-                self.code.get_mut(at..at + 4)?.copy_from_slice(&(rel as i32).to_le_bytes());
+                self.code
+                    .get_mut(at..at + 4)?
+                    .copy_from_slice(&(rel as i32).to_le_bytes());
             }
         }
         Some(self.code)
@@ -370,12 +379,15 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
             continue;
         }
         let (t, f) = cond_targets(pc + 1, j);
-        let fits = j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
+        let fits =
+            j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
         if fits && !live[t] && !live[f] {
             fused[pc] = true;
         }
     }
-    let emitted: Vec<bool> = (0..len).map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1]).collect();
+    let emitted: Vec<bool> = (0..len)
+        .map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1])
+        .collect();
     // next_emitted[pc]: the first emitted instruction after pc (or reject).
     let mut next_emitted = vec![reject; len];
     let mut following = reject;
@@ -496,16 +508,40 @@ fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize
     if indexed {
         // r9 = X + k in 64 bits (X's upper half is 0: no wrap-around).
         if k <= i32::MAX as u32 - 4 {
-            asm.op_mem(None, true, &[0x8d], R9, Mem { base: RCX, index: None, disp: k as i32 });
+            asm.op_mem(
+                None,
+                true,
+                &[0x8d],
+                R9,
+                Mem {
+                    base: RCX,
+                    index: None,
+                    disp: k as i32,
+                },
+            );
         } else {
             asm.mov_ri(R9, k);
             asm.op_rr(None, true, &[0x01], RCX, R9); // add r9, rcx
         }
         // lea r10, [r9 + size]; cmp rsi, r10; jb reject
-        asm.op_mem(None, true, &[0x8d], R10, Mem { base: R9, index: None, disp: size as i32 });
+        asm.op_mem(
+            None,
+            true,
+            &[0x8d],
+            R10,
+            Mem {
+                base: R9,
+                index: None,
+                disp: size as i32,
+            },
+        );
         asm.op_rr(None, true, &[0x39], R10, RSI);
         asm.jcc(Cc::B, reject);
-        Mem { base: RDI, index: Some(R9), disp: 0 }
+        Mem {
+            base: RDI,
+            index: Some(R9),
+            disp: 0,
+        }
     } else {
         let end = u64::from(k) + u64::from(size);
         if end <= i32::MAX as u64 {
@@ -519,10 +555,18 @@ fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize
         }
         asm.jcc(Cc::B, reject);
         if k <= i32::MAX as u32 {
-            Mem { base: RDI, index: None, disp: k as i32 }
+            Mem {
+                base: RDI,
+                index: None,
+                disp: k as i32,
+            }
         } else {
             asm.mov_ri(R9, k);
-            Mem { base: RDI, index: Some(R9), disp: 0 }
+            Mem {
+                base: RDI,
+                index: Some(R9),
+                disp: 0,
+            }
         }
     }
 }
@@ -547,7 +591,13 @@ fn load_a(asm: &mut Asm, width: Width, m: Mem) {
 fn raw_compare(asm: &mut Asm, width: Width, m: Mem, k: u32, is_eq: bool) {
     match width {
         Width::B => {
-            asm.op_mem(None, false, &[if is_eq { 0x80 } else { 0xf6 }], if is_eq { 7 } else { 0 }, m);
+            asm.op_mem(
+                None,
+                false,
+                &[if is_eq { 0x80 } else { 0xf6 }],
+                if is_eq { 7 } else { 0 },
+                m,
+            );
             asm.byte(k as u8);
         }
         Width::H => {
@@ -556,7 +606,13 @@ fn raw_compare(asm: &mut Asm, width: Width, m: Mem, k: u32, is_eq: bool) {
                 asm.op_mem(Some(0x66), false, &[0x83], 7, m);
                 asm.byte(v as u8);
             } else {
-                asm.op_mem(Some(0x66), false, &[if is_eq { 0x81 } else { 0xf7 }], if is_eq { 7 } else { 0 }, m);
+                asm.op_mem(
+                    Some(0x66),
+                    false,
+                    &[if is_eq { 0x81 } else { 0xf7 }],
+                    if is_eq { 7 } else { 0 },
+                    m,
+                );
                 asm.bytes(&v.to_le_bytes());
             }
         }
@@ -566,7 +622,13 @@ fn raw_compare(asm: &mut Asm, width: Width, m: Mem, k: u32, is_eq: bool) {
                 asm.op_mem(None, false, &[0x83], 7, m);
                 asm.byte(v as u8);
             } else {
-                asm.op_mem(None, false, &[if is_eq { 0x81 } else { 0xf7 }], if is_eq { 7 } else { 0 }, m);
+                asm.op_mem(
+                    None,
+                    false,
+                    &[if is_eq { 0x81 } else { 0xf7 }],
+                    if is_eq { 7 } else { 0 },
+                    m,
+                );
                 asm.imm32(v);
             }
         }
@@ -697,26 +759,61 @@ mod tests {
     use super::*;
 
     fn asm() -> Asm {
-        Asm { code: Vec::new(), labels: vec![usize::MAX; 1], fixups: Vec::new(), short: Vec::new() }
+        Asm {
+            code: Vec::new(),
+            labels: vec![usize::MAX; 1],
+            fixups: Vec::new(),
+            short: Vec::new(),
+        }
     }
 
     #[test]
     fn encodings() {
         // Checked against a disassembler.
         let mut a = asm();
-        a.op_mem(None, false, &[0x0f, 0xb6], RAX, Mem { base: RDI, index: None, disp: 23 });
+        a.op_mem(
+            None,
+            false,
+            &[0x0f, 0xb6],
+            RAX,
+            Mem {
+                base: RDI,
+                index: None,
+                disp: 23,
+            },
+        );
         assert_eq!(a.code, [0x0f, 0xb6, 0x47, 0x17]); // movzx eax, byte [rdi+0x17]
         let mut a = asm();
         a.op_mem(None, false, &[0x8b], RAX, scratch(3));
         assert_eq!(a.code, [0x8b, 0x44, 0x24, 0xcc]); // mov eax, [rsp-0x34]
         let mut a = asm();
-        a.op_mem(None, false, &[0x0f, 0xb7], RAX, Mem { base: RDI, index: Some(R9), disp: 0 });
+        a.op_mem(
+            None,
+            false,
+            &[0x0f, 0xb7],
+            RAX,
+            Mem {
+                base: RDI,
+                index: Some(R9),
+                disp: 0,
+            },
+        );
         assert_eq!(a.code, [0x42, 0x0f, 0xb7, 0x04, 0x0f]); // movzx eax, word [rdi+r9]
         let mut a = asm();
         a.alu_ri(true, 7, RSI, 14);
         assert_eq!(a.code, [0x48, 0x83, 0xfe, 0x0e]); // cmp rsi, 14
         let mut a = asm();
-        a.op_mem(None, true, &[0x8d], R10, Mem { base: R9, index: None, disp: 2 });
+        a.op_mem(
+            None,
+            true,
+            &[0x8d],
+            R10,
+            Mem {
+                base: R9,
+                index: None,
+                disp: 2,
+            },
+        );
         assert_eq!(a.code, [0x4d, 0x8d, 0x51, 0x02]); // lea r10, [r9+2]
         let mut a = asm();
         a.op_rr(None, true, &[0x39], R10, RSI);
@@ -728,7 +825,17 @@ mod tests {
         a.op_rr(None, false, &[0x0f, 0x43], RAX, R9);
         assert_eq!(a.code, [0x41, 0x0f, 0x43, 0xc1]); // cmovae eax, r9d
         let mut a = asm();
-        a.op_mem(Some(0x66), false, &[0x81], 7, Mem { base: RDI, index: None, disp: 12 });
+        a.op_mem(
+            Some(0x66),
+            false,
+            &[0x81],
+            7,
+            Mem {
+                base: RDI,
+                index: None,
+                disp: 12,
+            },
+        );
         assert_eq!(a.code, [0x66, 0x81, 0x7f, 0x0c]); // cmp word [rdi+12], imm16
     }
 

@@ -25,11 +25,21 @@ fn range(from: usize, to: usize, packets_per_expr: usize) -> (usize, usize) {
     let (mut programs, mut runs) = (0, 0);
     for i in from..to {
         let (lt, netmask, expr) = diff::case(SEED, i, None);
-        let Ok(filter) = sift_syntax::parse(&expr) else { continue };
-        let opts = LowerOptions { linktype: lt, netmask, ..LowerOptions::default() };
-        let Ok(pred) = sift_ir::lower(&filter, &opts) else { continue };
+        let Ok(filter) = sift_syntax::parse(&expr) else {
+            continue;
+        };
+        let opts = LowerOptions {
+            linktype: lt,
+            netmask,
+            ..LowerOptions::default()
+        };
+        let Ok(pred) = sift_ir::lower(&filter, &opts) else {
+            continue;
+        };
         let snaplen = diff::snaplen_for(SEED, i);
-        let Ok(prog) = compile(&pred, &CodegenOptions { snaplen }) else { continue };
+        let Ok(prog) = compile(&pred, &CodegenOptions { snaplen }) else {
+            continue;
+        };
         let interp = Program::new(&prog).expect("codegen output runs");
         let jit = JitFilter::from_program(&prog).expect("the JIT compiles codegen output");
         let mut rng = Rng::fork(SEED, i as u64 * 2 + 1);
@@ -37,11 +47,18 @@ fn range(from: usize, to: usize, packets_per_expr: usize) -> (usize, usize) {
             let (data, wire) = packets::random_packet(&mut rng, lt);
             let want = interp.run(&data, wire);
             let got = jit.run(&data, wire);
-            assert_eq!(got, want, "expression {expr:?} ({lt:?}, netmask {netmask:?})\npacket {data:02x?} wire {wire}");
+            assert_eq!(
+                got, want,
+                "expression {expr:?} ({lt:?}, netmask {netmask:?})\npacket {data:02x?} wire {wire}"
+            );
             // Also the truncations of the packet's first 64 bytes now and then.
             if i % 16 == 0 {
                 for cut in 0..data.len().min(64) {
-                    assert_eq!(jit.run(&data[..cut], wire), interp.run(&data[..cut], wire), "{expr:?} cut {cut}");
+                    assert_eq!(
+                        jit.run(&data[..cut], wire),
+                        interp.run(&data[..cut], wire),
+                        "{expr:?} cut {cut}"
+                    );
                 }
             }
         }
@@ -57,12 +74,18 @@ fn codegen_programs_agree_with_the_interpreter() {
         return;
     }
     const N: usize = 20_000;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     let per = N.div_ceil(threads);
     let (programs, runs) = std::thread::scope(|s| {
-        let handles: Vec<_> =
-            (0..threads).map(|t| s.spawn(move || range(t * per, ((t + 1) * per).min(N), 100))).collect();
-        handles.into_iter().map(|h| h.join().expect("worker")).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        let handles: Vec<_> = (0..threads)
+            .map(|t| s.spawn(move || range(t * per, ((t + 1) * per).min(N), 100)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker"))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     });
     eprintln!("{N} expressions, {programs} compiled programs, {runs} packet runs");
     // Most random expressions are valid.

@@ -23,7 +23,8 @@ fn corpus() -> Option<Vec<(String, String)>> {
     let mut pairs = BTreeSet::new();
     for line in text.lines().skip(1) {
         let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() < 10 || cols[6] != "accept" || !cols[8].is_empty() || cols[1].starts_with('_') {
+        if cols.len() < 10 || cols[6] != "accept" || !cols[8].is_empty() || cols[1].starts_with('_')
+        {
             continue;
         }
         pairs.insert((cols[0].to_string(), cols[1].to_string()));
@@ -46,7 +47,12 @@ fn tcpdump_ddd(optimize: bool, dlt: &str, expr: &str) -> Option<String> {
 fn test_packets(seed: u64) -> Vec<(Vec<u8>, u32)> {
     let mut rng = Rng::new(seed);
     let mut out = Vec::new();
-    for lt in [LinkType::EN10MB, LinkType::RAW, LinkType::LINUX_SLL, LinkType::NULL] {
+    for lt in [
+        LinkType::EN10MB,
+        LinkType::RAW,
+        LinkType::LINUX_SLL,
+        LinkType::NULL,
+    ] {
         for _ in 0..40 {
             out.push(packets::random_packet(&mut rng, lt));
         }
@@ -80,7 +86,9 @@ fn tcpdump_programs_agree_with_the_interpreter() {
     };
     let packets = test_packets(7);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     let (programs, runs, backward) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
@@ -112,8 +120,14 @@ fn tcpdump_programs_agree_with_the_interpreter() {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("worker")).fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker"))
+            .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
     });
-    eprintln!("{} pairs, {programs} libpcap programs ({backward} with backward jumps), {runs} runs", pairs.len());
+    eprintln!(
+        "{} pairs, {programs} libpcap programs ({backward} with backward jumps), {runs} runs",
+        pairs.len()
+    );
     assert!(programs > 1000, "only {programs} programs");
 }

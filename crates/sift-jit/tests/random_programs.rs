@@ -17,8 +17,37 @@ use sift_jit::JitFilter;
 use sift_testkit::Rng;
 
 const CONSTS: &[u32] = &[
-    0, 1, 2, 3, 4, 7, 8, 12, 14, 15, 16, 20, 23, 31, 32, 33, 63, 64, 0x80, 0xff, 0x100, 0x800, 0xffff, 0x1_0000,
-    0x7fff_fff0, 0x7fff_fffc, 0x7fff_ffff, 0x8000_0000, 0xffff_f000, 0xffff_fffc, 0xffff_ffff,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    12,
+    14,
+    15,
+    16,
+    20,
+    23,
+    31,
+    32,
+    33,
+    63,
+    64,
+    0x80,
+    0xff,
+    0x100,
+    0x800,
+    0xffff,
+    0x1_0000,
+    0x7fff_fff0,
+    0x7fff_fffc,
+    0x7fff_ffff,
+    0x8000_0000,
+    0xffff_f000,
+    0xffff_fffc,
+    0xffff_ffff,
 ];
 
 fn constant(rng: &mut Rng) -> u32 {
@@ -31,13 +60,27 @@ fn constant(rng: &mut Rng) -> u32 {
 
 fn offset(rng: &mut Rng) -> u32 {
     if rng.chance(0.05) {
-        *rng.pick(&[0x7fff_fffc, 0x7fff_ffff, 0x8000_0000, 0xffff_f000, 0xffff_fffd, 0xffff_ffff])
+        *rng.pick(&[
+            0x7fff_fffc,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_f000,
+            0xffff_fffd,
+            0xffff_ffff,
+        ])
     } else {
         rng.below(72) as u32
     }
 }
 
-const LOADS: &[u16] = &[LD | W | ABS, LD | H | ABS, LD | B | ABS, LD | W | IND, LD | H | IND, LD | B | IND];
+const LOADS: &[u16] = &[
+    LD | W | ABS,
+    LD | H | ABS,
+    LD | B | ABS,
+    LD | W | IND,
+    LD | H | IND,
+    LD | B | IND,
+];
 const ALU_OPS: &[u16] = &[ADD, SUB, MUL, DIV, MOD, AND, OR, XOR, LSH, RSH];
 const JUMPS: &[u16] = &[JEQ, JGT, JGE, JSET];
 
@@ -46,7 +89,11 @@ const JUMPS: &[u16] = &[JEQ, JGT, JGE, JSET];
 /// shifts below 32, only initialized scratch words read, final `ret`).
 fn program(rng: &mut Rng, strict: bool) -> Vec<Insn> {
     // Some long programs, so that jumps need 32-bit displacements.
-    let len = if rng.chance(0.08) { 100 + rng.index(500) } else { 2 + rng.index(40) };
+    let len = if rng.chance(0.08) {
+        100 + rng.index(500)
+    } else {
+        2 + rng.index(40)
+    };
     let mut p = Vec::with_capacity(len + 4);
     // Scratch words written up front (the validator's scan is linear).
     let mut written = 0u16;
@@ -54,7 +101,11 @@ fn program(rng: &mut Rng, strict: bool) -> Vec<Insn> {
         for _ in 0..rng.below(4) {
             let i = rng.below(16) as u32;
             written |= 1 << i;
-            p.push(if rng.chance(0.5) { Insn::stmt(ST, i) } else { Insn::stmt(STX, i) });
+            p.push(if rng.chance(0.5) {
+                Insn::stmt(ST, i)
+            } else {
+                Insn::stmt(STX, i)
+            });
         }
     }
     let body = len - 1;
@@ -65,7 +116,14 @@ fn program(rng: &mut Rng, strict: bool) -> Vec<Insn> {
             0..=4 => Insn::stmt(*rng.pick(LOADS), offset(rng)),
             5 => Insn::stmt(LD | W | LEN, 0),
             6 => Insn::stmt(LD | IMM, constant(rng)),
-            7 => Insn::stmt(LDX | IMM, if rng.chance(0.6) { rng.below(64) as u32 } else { constant(rng) }),
+            7 => Insn::stmt(
+                LDX | IMM,
+                if rng.chance(0.6) {
+                    rng.below(64) as u32
+                } else {
+                    constant(rng)
+                },
+            ),
             8 => Insn::stmt(LDX | B | MSH, offset(rng)),
             9 => Insn::stmt(LDX | W | LEN, 0),
             10 | 11 => {
@@ -131,7 +189,11 @@ fn program(rng: &mut Rng, strict: bool) -> Vec<Insn> {
         // Fall off the end.
         p.push(Insn::stmt(ALU | ADD | K, 1));
     } else {
-        p.push(if rng.chance(0.5) { Insn::stmt(RET | A, 0) } else { Insn::stmt(RET | K, constant(rng)) });
+        p.push(if rng.chance(0.5) {
+            Insn::stmt(RET | A, 0)
+        } else {
+            Insn::stmt(RET | K, constant(rng))
+        });
     }
     p
 }
@@ -158,18 +220,30 @@ fn packet(rng: &mut Rng) -> (Vec<u8>, u32) {
 }
 
 fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
-    let Ok(interp) = Program::new(prog) else { return false };
+    let Ok(interp) = Program::new(prog) else {
+        return false;
+    };
     let jit = JitFilter::from_program(prog).expect("the JIT accepts what the interpreter accepts");
     for (data, wire) in packets {
         let want = interp.run(data, *wire);
         let got = jit.run(data, *wire);
-        assert_eq!(got, want, "program {prog:?}\npacket {data:02x?} wire {wire}");
+        assert_eq!(
+            got, want,
+            "program {prog:?}\npacket {data:02x?} wire {wire}"
+        );
     }
     true
 }
 
-fn campaign(seed: u64, n_programs: usize, packets_per_program: usize, strict: bool) -> (usize, usize) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+fn campaign(
+    seed: u64,
+    n_programs: usize,
+    packets_per_program: usize,
+    strict: bool,
+) -> (usize, usize) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     let per = n_programs.div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -182,7 +256,8 @@ fn campaign(seed: u64, n_programs: usize, packets_per_program: usize, strict: bo
                         if strict && validate(&prog).is_err() {
                             continue;
                         }
-                        let packets: Vec<_> = (0..packets_per_program).map(|_| packet(&mut rng)).collect();
+                        let packets: Vec<_> =
+                            (0..packets_per_program).map(|_| packet(&mut rng)).collect();
                         if check(&prog, &packets) {
                             programs += 1;
                             runs += packets.len();
@@ -192,7 +267,10 @@ fn campaign(seed: u64, n_programs: usize, packets_per_program: usize, strict: bo
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("worker")).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker"))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     })
 }
 
@@ -226,11 +304,31 @@ fn edge_cases() {
     let data: Vec<u8> = (1..=64).collect();
     let mut cases: Vec<Vec<Insn>> = Vec::new();
     for load in LOADS {
-        for k in [0u32, 60, 61, 62, 63, 64, 0x7fff_fffb, 0x7fff_fffc, 0x7fff_ffff, 0x8000_0000, 0xffff_fffc, u32::MAX] {
+        for k in [
+            0u32,
+            60,
+            61,
+            62,
+            63,
+            64,
+            0x7fff_fffb,
+            0x7fff_fffc,
+            0x7fff_ffff,
+            0x8000_0000,
+            0xffff_fffc,
+            u32::MAX,
+        ] {
             for x in [0u32, 1, 4, 0x7fff_ffff, 0x8000_0000, 0xffff_fffc, u32::MAX] {
                 cases.push(vec![s(LDX | IMM, x), s(*load, k), ret_a]);
                 // Fused raw compares, A dead afterwards.
-                for (jop, kk) in [(JEQ, 0x3d3e_3f40u32), (JEQ, 0x3f40), (JEQ, 0x40), (JSET, 0x1), (JSET, 0x100), (JEQ, 0)] {
+                for (jop, kk) in [
+                    (JEQ, 0x3d3e_3f40u32),
+                    (JEQ, 0x3f40),
+                    (JEQ, 0x40),
+                    (JSET, 0x1),
+                    (JSET, 0x100),
+                    (JEQ, 0),
+                ] {
                     cases.push(vec![
                         s(LDX | IMM, x),
                         s(*load, k),
@@ -244,7 +342,12 @@ fn edge_cases() {
     }
     for op in ALU_OPS {
         for x in [0u32, 1, 2, 3, 31, 32, 33, 64, 0x8000_0000, u32::MAX] {
-            cases.push(vec![s(LDX | IMM, x), s(LD | IMM, 0x8765_4321), s(ALU | op | X, 0), ret_a]);
+            cases.push(vec![
+                s(LDX | IMM, x),
+                s(LD | IMM, 0x8765_4321),
+                s(ALU | op | X, 0),
+                ret_a,
+            ]);
             cases.push(vec![s(LD | IMM, 0x8765_4321), s(ALU | op | K, x), ret_a]);
         }
     }
@@ -252,7 +355,13 @@ fn edge_cases() {
     cases.push(vec![s(LDX | B | MSH, 64), s(MISC | TXA, 0), ret_a]);
     cases.push(vec![s(LDX | B | MSH, u32::MAX), s(MISC | TXA, 0), ret_a]);
     cases.push(vec![s(LD | MEM, 7), ret_a]);
-    cases.push(vec![s(LD | IMM, 9), s(ST, 15), s(LDX | MEM, 15), s(MISC | TXA, 0), ret_a]);
+    cases.push(vec![
+        s(LD | IMM, 9),
+        s(ST, 15),
+        s(LDX | MEM, 15),
+        s(MISC | TXA, 0),
+        ret_a,
+    ]);
     cases.push(vec![s(JMP | JA, u32::MAX), ret_a]);
     for n in [0u32, 1, 63, 64, 65, 66, 100] {
         cases.push(vec![

@@ -15,7 +15,11 @@ fn mappings() -> Vec<(usize, usize, String)> {
             let range = cols.next()?;
             let perms = cols.next()?.to_string();
             let (a, b) = range.split_once('-')?;
-            Some((usize::from_str_radix(a, 16).ok()?, usize::from_str_radix(b, 16).ok()?, perms))
+            Some((
+                usize::from_str_radix(a, 16).ok()?,
+                usize::from_str_radix(b, 16).ok()?,
+                perms,
+            ))
         })
         .collect()
 }
@@ -31,7 +35,9 @@ fn code_pages_are_never_writable_and_executable() {
         Insn::stmt(RET | K, 1),
         Insn::stmt(RET | K, 0),
     ];
-    let filters: Vec<JitFilter> = (0..8).map(|_| JitFilter::from_program(&prog).expect("compiles")).collect();
+    let filters: Vec<JitFilter> = (0..8)
+        .map(|_| JitFilter::from_program(&prog).expect("compiles"))
+        .collect();
     let maps = mappings();
     for f in &filters {
         assert!(f.code_size() > 0);
@@ -46,12 +52,17 @@ fn code_pages_are_never_writable_and_executable() {
         assert_eq!(f.run(&packet, 14), 1);
     }
     for (a, b, perms) in &maps {
-        assert!(!(perms.contains('w') && perms.contains('x')), "{a:#x}-{b:#x} is {perms}");
+        assert!(
+            !(perms.contains('w') && perms.contains('x')),
+            "{a:#x}-{b:#x} is {perms}"
+        );
     }
     // Dropping unmaps the code.
     let addr = filters[0].code_addr();
     drop(filters);
-    assert!(!mappings().iter().any(|(a, b, p)| (*a..*b).contains(&addr) && p.contains('x')));
+    assert!(!mappings()
+        .iter()
+        .any(|(a, b, p)| (*a..*b).contains(&addr) && p.contains('x')));
 }
 
 #[test]
@@ -59,7 +70,10 @@ fn invalid_programs_are_refused() {
     assert!(JitFilter::from_program(&[]).is_err());
     assert!(JitFilter::from_program(&[Insn::stmt(0x08, 0), Insn::stmt(RET | K, 1)]).is_err());
     assert!(JitFilter::from_program(&[Insn::stmt(ST, 16), Insn::stmt(RET | K, 1)]).is_err());
-    assert!(JitFilter::from_program(&[Insn::jump(JMP | JEQ | K, 0, 5, 0), Insn::stmt(RET | K, 1)]).is_err());
+    assert!(
+        JitFilter::from_program(&[Insn::jump(JMP | JEQ | K, 0, 5, 0), Insn::stmt(RET | K, 1)])
+            .is_err()
+    );
 }
 
 #[test]
@@ -75,7 +89,10 @@ fn batch_matches_single_runs() {
     ];
     let f = JitFilter::from_program(&prog).expect("compiles");
     let bufs: Vec<Vec<u8>> = (0u8..50).map(|i| vec![i; usize::from(i % 3)]).collect();
-    let packets: Vec<(&[u8], u32)> = bufs.iter().map(|b| (b.as_slice(), b.len() as u32)).collect();
+    let packets: Vec<(&[u8], u32)> = bufs
+        .iter()
+        .map(|b| (b.as_slice(), b.len() as u32))
+        .collect();
     let mut out = vec![u32::MAX; packets.len() + 3];
     f.run_batch(&packets, &mut out);
     for (i, (d, w)) in packets.iter().enumerate() {

@@ -1,0 +1,522 @@
+//! The predicate IR (`sift_ir::Pred`) → x86-64 machine code, without going
+//! through classic BPF.
+//!
+//! Same function signature and register conventions as the cBPF compiler,
+//! except: the wire length lives in `r8d`, values are computed in `r9d`,
+//! `r10d`, `r11d`, then `ebx`, `ebp`, `r12d`..`r15d` (pushed and popped by
+//! functions that need them), in Sethi–Ullman order (within one test the
+//! evaluation order is free, since any abort rejects the packet); `eax`,
+//! `ecx`, `edx` are scratch (bounds checks, `div`, shift counts).
+//!
+//! The predicate tree becomes jumps between an accept and a reject exit,
+//! each test falling through to whatever code comes next. A test of a
+//! packet load against a constant (`==` or `&`) compares the bytes in
+//! memory with the constant in network order.
+//!
+//! Trees too deep for the recursion limit, or values needing more than
+//! nine registers, are refused (`None`); the caller then goes through
+//! classic BPF.
+
+use super::*;
+use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value};
+
+/// Value registers, in allocation order: three caller-saved ones, then
+/// callee-saved ones, pushed on entry and popped on exit by functions that
+/// need them.
+const REGS: [u8; 9] = [R9, R10, R11, 3, 5, 12, 13, 14, 15];
+
+/// How many of [`REGS`] are caller-saved.
+const FREE_REGS: usize = 3;
+
+/// How deep `Pred`/`Value` trees may nest.
+const MAX_DEPTH: u32 = 400;
+
+/// The registers a value needs (Sethi–Ullman number); `None` beyond
+/// [`MAX_DEPTH`].
+fn need(v: &Value, depth: u32) -> Option<usize> {
+    let depth = depth.checked_sub(1)?;
+    Some(match v {
+        Value::Const(_) | Value::Len | Value::Load { index: None, .. } => 1,
+        Value::Load { index: Some(i), .. } => need(i, depth)?,
+        Value::Neg(a) => need(a, depth)?,
+        Value::Bin(_, a, b) if matches!(**b, Value::Const(_)) => need(a, depth)?,
+        Value::Bin(_, a, b) => {
+            let (na, nb) = (need(a, depth)?, need(b, depth)?);
+            if na == nb {
+                na + 1
+            } else {
+                na.max(nb)
+            }
+        }
+    })
+}
+
+/// Whether a test compares a packet load with a constant in memory.
+fn is_raw_compare(t: &Test) -> bool {
+    match (&t.lhs, &t.rhs) {
+        (
+            Value::Load {
+                size, index: None, ..
+            },
+            Value::Const(k),
+        ) => {
+            t.op == CmpOp::Set || (t.op == CmpOp::Eq && u64::from(*k) < 1u64 << (8 * size.bytes()))
+        }
+        _ => false,
+    }
+}
+
+/// The registers the tests of `p` need (the largest over its tests).
+fn max_need(p: &Pred, depth: u32) -> Option<usize> {
+    let depth = depth.checked_sub(1)?;
+    Some(match p {
+        Pred::True | Pred::False => 0,
+        Pred::Not(q) => max_need(q, depth)?,
+        Pred::And(v) | Pred::Or(v) => {
+            let mut m = 0;
+            for q in v {
+                m = m.max(max_need(q, depth)?);
+            }
+            m
+        }
+        Pred::Test(t) => match (&t.lhs, &t.rhs) {
+            (Value::Const(_), Value::Const(_)) => 0,
+            _ if is_raw_compare(t) => 0,
+            (v, Value::Const(_)) | (Value::Const(_), v) => need(v, depth)?,
+            (a, b) => {
+                let (na, nb) = (need(a, depth)?, need(b, depth)?);
+                if na == nb {
+                    na + 1
+                } else {
+                    na.max(nb)
+                }
+            }
+        },
+    })
+}
+
+fn width(size: Size) -> Width {
+    match size {
+        Size::Byte => Width::B,
+        Size::Half => Width::H,
+        Size::Word => Width::W,
+    }
+}
+
+struct Ctx {
+    asm: Asm,
+    reject: usize,
+}
+
+impl Ctx {
+    fn new_label(&mut self) -> usize {
+        self.asm.labels.push(usize::MAX);
+        self.asm.labels.len() - 1
+    }
+
+    /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
+    /// label bound right after this code.
+    fn pred(&mut self, p: &Pred, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
+        let depth = depth.checked_sub(1)?;
+        match p {
+            Pred::True => {
+                if t != next {
+                    self.asm.jmp(t);
+                }
+            }
+            Pred::False => {
+                if f != next {
+                    self.asm.jmp(f);
+                }
+            }
+            Pred::Not(q) => self.pred(q, f, t, next, depth)?,
+            Pred::And(v) | Pred::Or(v) => {
+                let is_and = matches!(p, Pred::And(_));
+                let Some((last, init)) = v.split_last() else {
+                    // Empty and = true, empty or = false.
+                    return self.pred(
+                        if is_and { &Pred::True } else { &Pred::False },
+                        t,
+                        f,
+                        next,
+                        depth,
+                    );
+                };
+                for q in init {
+                    let after = self.new_label();
+                    if is_and {
+                        self.pred(q, after, f, after, depth)?;
+                    } else {
+                        self.pred(q, t, after, after, depth)?;
+                    }
+                    self.asm.bind(after);
+                }
+                self.pred(last, t, f, next, depth)?;
+            }
+            Pred::Test(test) => self.test(test, t, f, next, depth)?,
+        }
+        Some(())
+    }
+
+    fn test(&mut self, test: &Test, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
+        let Test { lhs, op, rhs } = test;
+        let cc = match op {
+            CmpOp::Eq => Cc::E,
+            CmpOp::Gt => Cc::A,
+            CmpOp::Ge => Cc::Ae,
+            CmpOp::Set => Cc::Ne,
+        };
+        match (lhs, rhs) {
+            (Value::Const(a), Value::Const(b)) => {
+                let holds = match op {
+                    CmpOp::Eq => a == b,
+                    CmpOp::Gt => a > b,
+                    CmpOp::Ge => a >= b,
+                    CmpOp::Set => a & b != 0,
+                };
+                let to = if holds { t } else { f };
+                if to != next {
+                    self.asm.jmp(to);
+                }
+            }
+            (
+                Value::Load {
+                    size,
+                    index: None,
+                    offset,
+                },
+                Value::Const(k),
+            ) if is_raw_compare(test) => {
+                // Raw network-order compare in memory.
+                let m = self.abs_operand(*offset, size.bytes());
+                raw_compare(&mut self.asm, width(*size), m, *k, *op == CmpOp::Eq);
+                branch(&mut self.asm, cc, t, f, next);
+            }
+            (v, Value::Const(k)) => {
+                if need(v, depth)? > REGS.len() {
+                    return None;
+                }
+                self.value(v, &REGS, depth)?;
+                self.compare_imm(REGS[0], *op, *k);
+                branch(&mut self.asm, cc, t, f, next);
+            }
+            (Value::Const(k), v) => {
+                if need(v, depth)? > REGS.len() {
+                    return None;
+                }
+                self.value(v, &REGS, depth)?;
+                // k op v, with v in the register.
+                self.compare_imm(
+                    REGS[0],
+                    if *op == CmpOp::Set {
+                        CmpOp::Set
+                    } else {
+                        CmpOp::Eq
+                    },
+                    *k,
+                );
+                let cc = match op {
+                    CmpOp::Eq => Cc::E,
+                    CmpOp::Gt => Cc::B,  // v < k
+                    CmpOp::Ge => Cc::Be, // v <= k
+                    CmpOp::Set => Cc::Ne,
+                };
+                branch(&mut self.asm, cc, t, f, next);
+            }
+            (a, b) => {
+                let (na, nb) = (need(a, depth)?, need(b, depth)?);
+                if na.max(nb) > REGS.len() || (na == nb && na + 1 > REGS.len()) {
+                    return None;
+                }
+                let (ra, rb) = if na >= nb {
+                    self.value(a, &REGS, depth)?;
+                    self.value(b, &REGS[1..], depth)?;
+                    (REGS[0], REGS[1])
+                } else {
+                    self.value(b, &REGS, depth)?;
+                    self.value(a, &REGS[1..], depth)?;
+                    (REGS[1], REGS[0])
+                };
+                if *op == CmpOp::Set {
+                    self.asm.op_rr(None, false, &[0x85], rb, ra); // test ra, rb
+                } else {
+                    self.asm.op_rr(None, false, &[0x39], rb, ra); // cmp ra, rb
+                }
+                branch(&mut self.asm, cc, t, f, next);
+            }
+        }
+        Some(())
+    }
+
+    /// `cmp r, k` (Eq/Gt/Ge) or `test r, k` (Set).
+    fn compare_imm(&mut self, r: u8, op: CmpOp, k: u32) {
+        if op == CmpOp::Set || (op == CmpOp::Eq && k == 0) {
+            if op == CmpOp::Eq {
+                self.asm.op_rr(None, false, &[0x85], r, r); // test r, r
+            } else {
+                self.asm.op_rr(None, false, &[0xf7], 0, r); // test r, imm32
+                self.asm.imm32(k);
+            }
+        } else {
+            self.asm.alu_ri(false, 7, r, k);
+        }
+    }
+
+    /// Bounds check of an absolute load (`rax` as scratch) and its operand.
+    fn abs_operand(&mut self, k: u32, size: u32) -> Mem {
+        let end = u64::from(k) + u64::from(size);
+        if end <= i32::MAX as u64 {
+            self.asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
+        } else {
+            self.asm.rex(true, 0, 0, RAX);
+            self.asm.byte(0xb8);
+            self.asm.bytes(&end.to_le_bytes()); // mov rax, imm64
+            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+        }
+        self.asm.jcc(Cc::B, self.reject);
+        if k <= i32::MAX as u32 {
+            Mem {
+                base: RDI,
+                index: None,
+                disp: k as i32,
+            }
+        } else {
+            self.asm.mov_ri(RAX, k);
+            Mem {
+                base: RDI,
+                index: Some(RAX),
+                disp: 0,
+            }
+        }
+    }
+
+    /// Loads the big-endian value at `m` into `d`.
+    fn load(&mut self, d: u8, w: Width, m: Mem) {
+        match w {
+            Width::B => self.asm.op_mem(None, false, &[0x0f, 0xb6], d, m),
+            Width::H => {
+                self.asm.op_mem(None, false, &[0x0f, 0xb7], d, m);
+                self.asm.op_rr(Some(0x66), false, &[0xc1], 0, d); // rol d16, 8
+                self.asm.byte(8);
+            }
+            Width::W => {
+                self.asm.op_mem(None, false, &[0x8b], d, m);
+                self.asm.rex(false, 0, 0, d);
+                self.asm.bytes(&[0x0f, 0xc8 + (d & 7)]); // bswap d
+            }
+        }
+    }
+
+    /// Computes `v` into `regs[0]`, using `regs[..need(v)]`.
+    fn value(&mut self, v: &Value, regs: &[u8], depth: u32) -> Option<()> {
+        let depth = depth.checked_sub(1)?;
+        let d = *regs.first()?;
+        match v {
+            Value::Const(k) => self.asm.mov_ri(d, *k),
+            Value::Len => self.asm.mov_rr(d, R8),
+            Value::Load {
+                size,
+                index: None,
+                offset,
+            } => {
+                let m = self.abs_operand(*offset, size.bytes());
+                self.load(d, width(*size), m);
+            }
+            Value::Load {
+                size,
+                index: Some(i),
+                offset,
+            } => {
+                self.value(i, regs, depth)?;
+                // d (upper half 0) + offset + size <= caplen, in 64 bits.
+                let m = if *offset <= i32::MAX as u32 - 4 {
+                    let end = *offset as i32 + size.bytes() as i32;
+                    self.asm.op_mem(
+                        None,
+                        true,
+                        &[0x8d],
+                        RAX,
+                        Mem {
+                            base: d,
+                            index: None,
+                            disp: end,
+                        },
+                    ); // lea rax
+                    Mem {
+                        base: RDI,
+                        index: Some(d),
+                        disp: *offset as i32,
+                    }
+                } else {
+                    self.asm.mov_ri(RAX, *offset);
+                    self.asm.op_rr(None, true, &[0x01], RAX, d); // add d64, rax
+                    self.asm.op_mem(
+                        None,
+                        true,
+                        &[0x8d],
+                        RAX,
+                        Mem {
+                            base: d,
+                            index: None,
+                            disp: size.bytes() as i32,
+                        },
+                    );
+                    Mem {
+                        base: RDI,
+                        index: Some(d),
+                        disp: 0,
+                    }
+                };
+                self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+                self.asm.jcc(Cc::B, self.reject);
+                self.load(d, width(*size), m);
+            }
+            Value::Neg(a) => {
+                self.value(a, regs, depth)?;
+                self.asm.op_rr(None, false, &[0xf7], 3, d); // neg d
+            }
+            Value::Bin(op, a, b) => {
+                if let Value::Const(k) = **b {
+                    self.value(a, regs, depth)?;
+                    self.bin_imm(*op, d, k);
+                    return Some(());
+                }
+                let (na, nb) = (need(a, depth)?, need(b, depth)?);
+                let s = *regs.get(1)?;
+                if na >= nb {
+                    self.value(a, regs, depth)?;
+                    self.value(b, &regs[1..], depth)?;
+                    self.bin_rr(*op, d, s);
+                } else {
+                    self.value(b, regs, depth)?;
+                    self.value(a, &regs[1..], depth)?;
+                    // s = a, d = b: compute into s, then move.
+                    self.bin_rr(*op, s, d);
+                    self.asm.mov_rr(d, s);
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// `d = d op s`.
+    fn bin_rr(&mut self, op: BinOp, d: u8, s: u8) {
+        let a = &mut self.asm;
+        match op {
+            BinOp::Add => a.op_rr(None, false, &[0x01], s, d),
+            BinOp::Sub => a.op_rr(None, false, &[0x29], s, d),
+            BinOp::And => a.op_rr(None, false, &[0x21], s, d),
+            BinOp::Or => a.op_rr(None, false, &[0x09], s, d),
+            BinOp::Xor => a.op_rr(None, false, &[0x31], s, d),
+            BinOp::Mul => a.op_rr(None, false, &[0x0f, 0xaf], d, s),
+            BinOp::Div | BinOp::Mod => {
+                a.op_rr(None, false, &[0x85], s, s); // test s, s
+                a.jcc(Cc::E, self.reject);
+                a.mov_rr(RAX, d);
+                a.mov_ri(RDX, 0);
+                a.op_rr(None, false, &[0xf7], 6, s); // div s
+                a.mov_rr(d, if op == BinOp::Div { RAX } else { RDX });
+            }
+            BinOp::Shl | BinOp::Shr => {
+                // The count modulo 32, as x86 takes it.
+                a.mov_rr(RCX, s);
+                a.op_rr(
+                    None,
+                    false,
+                    &[0xd3],
+                    if op == BinOp::Shl { 4 } else { 5 },
+                    d,
+                );
+            }
+        }
+    }
+
+    /// `d = d op k`.
+    fn bin_imm(&mut self, op: BinOp, d: u8, k: u32) {
+        let reject = self.reject;
+        let a = &mut self.asm;
+        match op {
+            BinOp::Add => a.alu_ri(false, 0, d, k),
+            BinOp::Sub => a.alu_ri(false, 5, d, k),
+            BinOp::And => a.alu_ri(false, 4, d, k),
+            BinOp::Or => a.alu_ri(false, 1, d, k),
+            BinOp::Xor => a.alu_ri(false, 6, d, k),
+            BinOp::Mul => {
+                if fits_i8(i64::from(k as i32)) {
+                    a.op_rr(None, false, &[0x6b], d, d);
+                    a.byte(k as u8);
+                } else {
+                    a.op_rr(None, false, &[0x69], d, d);
+                    a.imm32(k);
+                }
+            }
+            BinOp::Div | BinOp::Mod if k == 0 => a.jmp(reject),
+            BinOp::Div if k.is_power_of_two() => shift_r(a, 5, d, k.trailing_zeros()),
+            BinOp::Mod if k.is_power_of_two() => a.alu_ri(false, 4, d, k - 1),
+            BinOp::Div | BinOp::Mod => {
+                a.mov_rr(RAX, d);
+                a.mov_ri(RDX, 0);
+                a.mov_ri(RCX, k);
+                a.op_rr(None, false, &[0xf7], 6, RCX); // div ecx
+                a.mov_rr(d, if op == BinOp::Div { RAX } else { RDX });
+            }
+            BinOp::Shl => shift_r(a, 4, d, k & 31),
+            BinOp::Shr => shift_r(a, 5, d, k & 31),
+        }
+    }
+}
+
+/// `shl`/`shr r, n` (`ext` 4 or 5); nothing for 0.
+fn shift_r(asm: &mut Asm, ext: u8, r: u8, n: u32) {
+    if n != 0 {
+        asm.op_rr(None, false, &[0xc1], ext, r);
+        asm.byte(n as u8);
+    }
+}
+
+/// Emits the whole function once (`short`: see [`compile`](super::compile)).
+fn emit(pred: &Pred, accept: u32, short: Vec<bool>) -> Option<Asm> {
+    let regs = max_need(pred, MAX_DEPTH)?;
+    let saved = REGS.get(FREE_REGS..regs.max(FREE_REGS))?;
+    let mut cx = Ctx {
+        asm: Asm {
+            code: Vec::with_capacity(256),
+            labels: Vec::new(),
+            fixups: Vec::new(),
+            short,
+        },
+        reject: 0,
+    };
+    let accept_label = cx.new_label();
+    cx.reject = cx.new_label();
+    for &r in saved {
+        cx.asm.rex(false, 0, 0, r);
+        cx.asm.byte(0x50 + (r & 7)); // push r
+    }
+    cx.asm.mov_rr(R8, RDX);
+    // The accept exit follows the body, which may fall through to it.
+    cx.pred(pred, accept_label, cx.reject, accept_label, MAX_DEPTH)?;
+    for (label, value) in [(accept_label, accept), (cx.reject, 0)] {
+        cx.asm.bind(label);
+        cx.asm.mov_ri(RAX, value);
+        for &r in saved.iter().rev() {
+            cx.asm.rex(false, 0, 0, r);
+            cx.asm.byte(0x58 + (r & 7)); // pop r
+        }
+        cx.asm.byte(0xc3);
+    }
+    Some(cx.asm)
+}
+
+/// Compiles a predicate to a function returning `accept` when it holds and
+/// 0 when it does not or evaluation aborts. `None`: too deep or too many
+/// registers needed.
+pub(crate) fn compile(pred: &Pred, accept: u32) -> Option<Vec<u8>> {
+    let first = emit(pred, accept, Vec::new())?;
+    let short = first.displacements()?.into_iter().map(fits_i8).collect();
+    let second = emit(pred, accept, short)?;
+    if second.code.len() > i32::MAX as usize {
+        return None;
+    }
+    second.finish()
+}
