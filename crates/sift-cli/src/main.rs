@@ -32,7 +32,7 @@ usage: sift [-dq] [-c count] [-F file] [-r file] [-s snaplen] [-w file] [-y link
   -s SNAPLEN   value an accepting program returns (default 262144)
   -q           no per-packet lines
   --count      print only the number of matching packets
-  --engine     interp (default) or reference
+  --engine     meta (default: jit where available, else interp), jit, interp, reference
   --bpf-file   use a classic BPF program (-ddd, -dd or tc/iptables text) instead of an expression";
 
 /// A failure to report: message for stderr, already formatted.

@@ -135,7 +135,7 @@ fn explain_shows_every_stage() {
 #[test]
 fn engines_agree_and_unknown_engine_is_an_error() {
     let v4 = sample("v4.pcap");
-    for engine in ["interp", "reference"] {
+    for engine in ["meta", "jit", "interp", "reference"] {
         let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", engine, "tcp port 80"]);
         assert_eq!(stdout(&o).trim(), "41 packets", "{engine}: {}", stderr(&o));
     }

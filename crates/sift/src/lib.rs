@@ -139,8 +139,13 @@ pub fn compile(expr: &str, opts: &CompileOptions) -> Result<Compiled, Error> {
 /// The engines that can run a filter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Engine {
-    /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
+    /// The best engine available here: the JIT on x86-64 Linux, the
+    /// interpreter elsewhere.
     #[default]
+    Meta,
+    /// Native x86-64 code compiled from the classic BPF program.
+    Jit,
+    /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
     Interp,
     /// The reference evaluator over the predicate IR: slow, the in-house
     /// oracle.
@@ -149,7 +154,12 @@ pub enum Engine {
 
 impl Engine {
     /// Every engine, with its command-line name.
-    pub const ALL: &'static [(&'static str, Engine)] = &[("interp", Engine::Interp), ("reference", Engine::Reference)];
+    pub const ALL: &'static [(&'static str, Engine)] = &[
+        ("meta", Engine::Meta),
+        ("jit", Engine::Jit),
+        ("interp", Engine::Interp),
+        ("reference", Engine::Reference),
+    ];
 
     /// The engine's command-line name.
     pub fn name(self) -> &'static str {
@@ -168,6 +178,7 @@ impl FromStr for Engine {
 }
 
 enum Runner {
+    Jit(sift_jit::JitFilter),
     Interp(sift_bpf::interp::Program),
     Reference(Pred),
 }
@@ -187,29 +198,53 @@ impl Filter {
     /// Compiles `expr` for `engine`.
     pub fn with_engine(expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Error> {
         let c = compile(expr, opts)?;
+        let interp = |program: &[Insn]| {
+            sift_bpf::interp::Program::new(program).map(Runner::Interp).map_err(|e| Error::Program(e.to_string()))
+        };
         let runner = match engine {
-            Engine::Interp => Runner::Interp(
-                sift_bpf::interp::Program::new(&c.program).map_err(|e| Error::Program(e.to_string()))?,
+            Engine::Meta => match sift_jit::JitFilter::from_program(&c.program) {
+                Ok(j) => Runner::Jit(j),
+                Err(_) => interp(&c.program)?,
+            },
+            Engine::Jit => Runner::Jit(
+                sift_jit::JitFilter::from_program(&c.program).map_err(|e| Error::Program(format!("jit: {e}")))?,
             ),
+            Engine::Interp => interp(&c.program)?,
             Engine::Reference => Runner::Reference(c.pred),
         };
         Ok(Filter { runner, program: c.program })
     }
 
     /// A filter from a classic BPF program written elsewhere (e.g. `tcpdump
-    /// -ddd` output), run by the interpreter after validation.
+    /// -ddd` output), validated with the kernel's rules, then run by the JIT
+    /// where available (the interpreter elsewhere).
     pub fn from_program(program: Vec<Insn>) -> Result<Filter, Error> {
         sift_bpf::validate::validate(&program).map_err(|e| Error::Program(e.to_string()))?;
-        let p = sift_bpf::interp::Program::new(&program).map_err(|e| Error::Program(e.to_string()))?;
-        Ok(Filter { runner: Runner::Interp(p), program })
+        let runner = match sift_jit::JitFilter::from_program(&program) {
+            Ok(j) => Runner::Jit(j),
+            Err(_) => Runner::Interp(
+                sift_bpf::interp::Program::new(&program).map_err(|e| Error::Program(e.to_string()))?,
+            ),
+        };
+        Ok(Filter { runner, program })
     }
 
     /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
     #[inline]
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         match &self.runner {
+            Runner::Jit(j) => j.run(data, wire_len) != 0,
             Runner::Interp(p) => p.run(data, wire_len) != 0,
             Runner::Reference(pred) => sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }),
+        }
+    }
+
+    /// The engine actually running the filter (`Meta` resolves to one).
+    pub fn engine(&self) -> Engine {
+        match self.runner {
+            Runner::Jit(_) => Engine::Jit,
+            Runner::Interp(_) => Engine::Interp,
+            Runner::Reference(_) => Engine::Reference,
         }
     }
 
