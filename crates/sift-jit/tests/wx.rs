@@ -103,3 +103,20 @@ fn batch_matches_single_runs() {
     f.run_batch(&packets, &mut short);
     f.run_batch(&[], &mut short);
 }
+
+#[test]
+fn filters_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<JitFilter>();
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let prog = [Insn::stmt(LD | W | LEN, 0), Insn::stmt(RET | A, 0)];
+    let f = JitFilter::from_program(&prog).expect("compiles");
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let f = &f;
+            s.spawn(move || assert_eq!(f.run(&[], t), t));
+        }
+    });
+}
