@@ -88,6 +88,49 @@ pub struct Config {
     pub ring: RingConfig,
     /// Do not capture packets this host sends (`PACKET_IGNORE_OUTGOING`).
     pub ignore_outgoing: bool,
+    /// Join a PACKET_FANOUT group: the kernel spreads the interface's
+    /// packets over the group's sockets (one ring each).
+    pub fanout: Option<Fanout>,
+}
+
+/// How the kernel spreads packets over the sockets of a fanout group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FanoutMode {
+    /// By flow hash: a flow always goes to the same socket.
+    Hash,
+    /// Round robin.
+    LoadBalance,
+    /// By the CPU that received the packet.
+    Cpu,
+    /// To the next socket when one's ring is full.
+    Rollover,
+    /// By the NIC's receive queue.
+    QueueMapping,
+}
+
+/// Membership of a PACKET_FANOUT group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fanout {
+    /// Group id, shared by the group's sockets (per network namespace).
+    pub group: u16,
+    /// Distribution.
+    pub mode: FanoutMode,
+    /// Reassemble IP fragments before hashing (PACKET_FANOUT_FLAG_DEFRAG),
+    /// so all fragments of a datagram reach the same socket.
+    pub defrag: bool,
+}
+
+impl Fanout {
+    fn mode_and_flags(&self) -> u16 {
+        let mode = match self.mode {
+            FanoutMode::Hash => 0,
+            FanoutMode::LoadBalance => 1,
+            FanoutMode::Cpu => 2,
+            FanoutMode::Rollover => 3,
+            FanoutMode::QueueMapping => 5,
+        };
+        mode | if self.defrag { 0x8000 } else { 0 }
+    }
 }
 
 impl Config {
@@ -99,6 +142,7 @@ impl Config {
             snaplen: DEFAULT_SNAPLEN,
             ring: RingConfig::default(),
             ignore_outgoing: false,
+            fanout: None,
         }
     }
 }
@@ -330,6 +374,7 @@ pub struct Capture {
     snaplen: u32,
     ring: RingConfig,
     promisc: bool,
+    fanout: Option<Fanout>,
     active: bool,
     next: usize,
     filter: Option<Filter>,
@@ -430,6 +475,7 @@ impl Capture {
             snaplen,
             ring: r,
             promisc: cfg.promisc && iface.name != "any",
+            fanout: cfg.fanout,
             iface,
             active: false,
             next: 0,
@@ -542,8 +588,8 @@ impl Capture {
         Ok(placement)
     }
 
-    /// Binds the socket to the interface (and sets promiscuous mode): from
-    /// now on packets flow into the ring. Idempotent.
+    /// Binds the socket to the interface (sets promiscuous mode, joins the
+    /// fanout group): from now on packets flow into the ring. Idempotent.
     pub fn activate(&mut self) -> Result<(), Error> {
         if self.active {
             return Ok(());
@@ -563,6 +609,10 @@ impl Capture {
                 error: e,
             },
         })?;
+        if let Some(f) = self.fanout {
+            sys::join_fanout(&self.fd, f.group, f.mode_and_flags())
+                .map_err(io_err("PACKET_FANOUT"))?;
+        }
         self.active = true;
         Ok(())
     }
@@ -911,6 +961,12 @@ pub fn request_stop() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capture_is_send() {
+        fn send<T: Send>() {}
+        send::<Capture>();
+    }
 
     #[test]
     fn stats_lines() {

@@ -65,6 +65,7 @@ pub fn open_capture(args: &CaptureArgs) -> Result<Capture, String> {
         snaplen: args.snaplen,
         ring: args.ring,
         ignore_outgoing: args.ignore_outgoing,
+        fanout: None,
     };
     let mut cap = Capture::open(&cfg).map_err(|e| match e {
         Error::Permission => e.to_string(),

@@ -161,6 +161,14 @@ pub fn set_ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1)
 }
 
+/// Joins fanout group `group` with `mode_and_flags` (PACKET_FANOUT_* mode
+/// in the low byte, PACKET_FANOUT_FLAG_* above). The socket must be bound.
+pub fn join_fanout(fd: &OwnedFd, group: u16, mode_and_flags: u16) -> io::Result<()> {
+    const PACKET_FANOUT: libc::c_int = 18;
+    let arg = (libc::c_int::from(mode_and_flags) << 16) | libc::c_int::from(group);
+    setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg)
+}
+
 /// Creates the receive ring.
 pub fn set_rx_ring(fd: &OwnedFd, req: &TpacketReq3) -> io::Result<()> {
     setsockopt(fd, SOL_PACKET, PACKET_RX_RING, req)

@@ -725,8 +725,91 @@ fn same_records_as_tcpdump_on_the_same_traffic() {
     // rejects). sift filters the frame as written, tag included.
     let mut expect = ours.clone();
     expect.insert(2, (sent[3].clone(), sent[3].len() as u32));
-    assert_eq!(records, expect, "tcpdump and sift captured different records");
+    assert_eq!(
+        records, expect,
+        "tcpdump and sift captured different records"
+    );
     let offline = sift::Filter::new(FILTER, &sift::CompileOptions::default()).unwrap();
     assert!(!offline.matches(&sent[3], sent[3].len() as u32));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
+    use sift_capture::{Fanout, FanoutMode};
+    let pair = setup_or_skip!();
+    // 64 flows (source ports) x 4 packets, then the marker.
+    let mut sent = Vec::new();
+    for round in 0..4u8 {
+        for flow in 0..64u16 {
+            let mut p = udp(1000, &[round; 8]);
+            p[20..22].copy_from_slice(&(5000 + flow).to_be_bytes());
+            sent.push(eth(&[], 0x0800, &p));
+        }
+    }
+    sent.push(marker());
+    let total = sent.len();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let vb = pair.vb.clone();
+    let group = (std::process::id() as u16) ^ 0x5a5a;
+    let rx = in_netns(&pair.b, move || {
+        let mut caps: Vec<Capture> = (0..2)
+            .map(|_| {
+                let mut cfg = Config::new(&vb);
+                cfg.ring = small_ring();
+                cfg.fanout = Some(Fanout {
+                    group,
+                    mode: FanoutMode::Hash,
+                    defrag: true,
+                });
+                let mut cap = Capture::open(&cfg).unwrap();
+                let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
+                cap.set_filter(Some(f)).unwrap();
+                cap.activate().unwrap();
+                cap
+            })
+            .collect();
+        ready_tx.send(()).unwrap();
+        let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
+        let end = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < end && got.iter().map(|g| g.len()).sum::<usize>() < total {
+            for (k, cap) in caps.iter_mut().enumerate() {
+                if let Some(mut b) = cap.next_block(10).unwrap() {
+                    got[k].extend(b.packets().map(|p| p.data.to_vec()));
+                }
+            }
+        }
+        got
+    });
+    ready_rx.recv().unwrap();
+    let va = pair.va.clone();
+    let frames = sent.clone();
+    in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        for f in &frames {
+            inj.send(f).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    let got = rx.join().unwrap();
+    let mut all: Vec<Vec<u8>> = got.iter().flatten().cloned().collect();
+    let mut want = sent.clone();
+    all.sort();
+    want.sort();
+    let (n0, n1) = (got[0].len(), got[1].len());
+    assert!(
+        all == want,
+        "every packet exactly once across the group: got {n0} + {n1}, want {}",
+        want.len()
+    );
+    // A flow's packets all went to one socket.
+    let port = |d: &Vec<u8>| u16::from_be_bytes([d[34], d[35]]);
+    for flow in 5000..5064u16 {
+        let homes = got
+            .iter()
+            .filter(|g| g.iter().any(|d| port(d) == flow))
+            .count();
+        assert_eq!(homes, 1, "flow {flow}");
+    }
 }
