@@ -69,6 +69,11 @@ pub trait Engines: Sync {
     fn validate(&self, prog: &[Insn]) -> Result<(), String>;
     /// Prepares sift's interpreter for a program.
     fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String>;
+    /// Prepares sift's JIT for a program (`None`: no JIT on this engine set
+    /// or platform).
+    fn jit(&self, _prog: &[Insn]) -> Option<Result<Interp, String>> {
+        None
+    }
 }
 
 /// The real sift pipeline: `sift_syntax::parse` + `sift_ir::lower`, the
@@ -94,6 +99,14 @@ impl Engines for SiftEngines {
     fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String> {
         let p = sift_bpf::interp::Program::new(prog).map_err(|e| e.to_string())?;
         Ok(Box::new(move |data, wire_len| p.run(data, wire_len)))
+    }
+
+    fn jit(&self, prog: &[Insn]) -> Option<Result<Interp, String>> {
+        match sift_jit::JitFilter::from_program(prog) {
+            Ok(j) => Some(Ok(Box::new(move |data, wire_len| j.run(data, wire_len)))),
+            Err(sift_jit::JitError::Unsupported) => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
     }
 }
 
@@ -162,6 +175,8 @@ pub struct Verdicts {
     pub libpcap_value: u32,
     /// sift's interpreter's return value (must equal libpcap's).
     pub interp_value: Option<u32>,
+    /// sift's JIT's return value on sift's program (must equal libpcap's).
+    pub jit_value: Option<u32>,
     /// sift's reference evaluator.
     pub eval: Option<bool>,
     /// sift's interpreter on sift's program.
@@ -175,7 +190,8 @@ pub struct Verdicts {
 impl Verdicts {
     fn disagree(&self) -> bool {
         let main = [self.eval, self.interp].iter().flatten().any(|v| *v != self.libpcap)
-            || self.interp_value.is_some_and(|v| v != self.libpcap_value);
+            || self.interp_value.is_some_and(|v| v != self.libpcap_value)
+            || self.jit_value.is_some_and(|v| v != self.libpcap_value);
         let kern = matches!((self.kernel, self.libpcap_kernel_len), (Some(k), Some(l)) if k != l);
         main || kern
     }
@@ -270,6 +286,8 @@ pub struct Report {
     pub eval_compared: usize,
     /// Verdicts of sift's interpreter compared with libpcap.
     pub interp_compared: usize,
+    /// Verdicts of sift's JIT compared with libpcap.
+    pub jit_compared: usize,
     /// Verdicts of the kernel compared with libpcap.
     pub kernel_compared: usize,
     /// Expressions whose programs (sift's and libpcap's alike) the kernel
@@ -294,7 +312,7 @@ impl Report {
 
     /// The one-line summary.
     pub fn summary(&self) -> String {
-        let engines = if self.kernel_compared > 0 { 4 } else { 3 };
+        let engines = 3 + usize::from(self.kernel_compared > 0) + usize::from(self.jit_compared > 0);
         format!(
             "differential: {} expressions, {} packet verdicts x {} engines, {} disagreements",
             self.generated,
@@ -318,6 +336,7 @@ impl Report {
         self.libpcap_matches += other.libpcap_matches;
         self.eval_compared += other.eval_compared;
         self.interp_compared += other.interp_compared;
+        self.jit_compared += other.jit_compared;
         self.kernel_compared += other.kernel_compared;
         self.kernel_skipped += other.kernel_skipped;
         for (k, v) in other.by_kind {
@@ -428,11 +447,12 @@ impl fmt::Display for Report {
         writeln!(f, "accepted by link type: {}", per_lt.join(", "))?;
         writeln!(
             f,
-            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, interp {}, kernel {}",
+            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, interp {}, jit {}, kernel {}",
             self.packets,
             pct(self.libpcap_matches, self.packets),
             self.eval_compared,
             self.interp_compared,
+            self.jit_compared,
             self.kernel_compared
         )?;
         if self.kernel_skipped > 0 {
@@ -645,6 +665,7 @@ fn one_expression(
 
     // sift's program, validated, interpreted, and attached to the kernel.
     let mut interp: Option<Interp> = None;
+    let mut jit: Option<Interp> = None;
     let mut kernel_ok = false;
     let mut sift_prog = Vec::new();
     match engines.codegen(&pred, snaplen) {
@@ -657,6 +678,11 @@ fn one_expression(
             match engines.interpreter(&prog) {
                 Ok(f) => interp = Some(f),
                 Err(e) => report.record(dis(Kind::Interp, None, Some(e), None), c.max_details),
+            }
+            match engines.jit(&prog) {
+                Some(Ok(f)) => jit = Some(f),
+                Some(Err(e)) => report.record(dis(Kind::Interp, None, Some(format!("jit: {e}")), None), c.max_details),
+                None => {}
             }
             if c.with_kernel {
                 let attached = match worker.kernel.as_mut() {
@@ -706,11 +732,12 @@ fn one_expression(
             (Some(_), Some(b)) => b.get(i).map_or(KernelVerdict::None, |v| KernelVerdict::Known(*v)),
             (Some(k), None) => KernelVerdict::Ask(k),
         };
-        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), kv, data, wire);
+        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), jit.as_ref(), kv, data, wire);
         report.packets += 1;
         report.libpcap_matches += usize::from(v.verdicts.libpcap);
         report.eval_compared += 1;
         report.interp_compared += usize::from(v.verdicts.interp.is_some());
+        report.jit_compared += usize::from(v.verdicts.jit_value.is_some());
         report.kernel_compared += usize::from(v.verdicts.kernel.is_some());
         if let Err(e) = &v.kernel_err {
             report.record(dis(Kind::KernelError, None, Some(e.clone()), None), c.max_details);
@@ -723,7 +750,7 @@ fn one_expression(
                 continue;
             }
             reported = true;
-            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), kernel, data, wire, &v.verdicts);
+            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), jit.as_ref(), kernel, data, wire, &v.verdicts);
             let note = match (repro.verdicts.kernel, repro.verdicts.libpcap_kernel_len) {
                 (Some(k), Some(l)) if k != l => kernel::divergence(&sift_prog, &repro.data)
                     .map(|d| format!("sift's program on the kernel: {d}")),
@@ -755,6 +782,7 @@ fn run_engines(
     lib: &CheckedProgram,
     pred: &Pred,
     interp: Option<&Interp>,
+    jit: Option<&Interp>,
     kernel: KernelVerdict<'_>,
     data: &[u8],
     wire: u32,
@@ -764,6 +792,7 @@ fn run_engines(
     let eval = Some(engines.eval(pred, data, wire));
     let interp_value = interp.map(|f| f(data, wire));
     let interp = interp_value.map(|v| v != 0);
+    let jit_value = jit.map(|f| f(data, wire));
     let mut kernel_err = Ok(());
     let known = match kernel {
         KernelVerdict::None => None,
@@ -788,6 +817,7 @@ fn run_engines(
             libpcap,
             libpcap_value,
             interp_value,
+            jit_value,
             eval,
             interp,
             libpcap_kernel_len: lib_k,
@@ -806,6 +836,7 @@ fn shrink(
     lib: &CheckedProgram,
     pred: &Pred,
     interp: Option<&Interp>,
+    jit: Option<&Interp>,
     kernel: Option<&KernelFilter>,
     data: &[u8],
     wire: u32,
@@ -815,6 +846,7 @@ fn shrink(
         (
             v.eval.map(|e| e != v.libpcap),
             v.interp_value.map(|e| e != v.libpcap_value),
+            v.jit_value.map(|e| e != v.libpcap_value),
             match (v.kernel, v.libpcap_kernel_len) {
                 (Some(k), Some(l)) => Some(k != l),
                 _ => None,
@@ -825,7 +857,7 @@ fn shrink(
     for len in 0..data.len() {
         let cut = &data[..len];
         let kv = kernel.map_or(KernelVerdict::None, KernelVerdict::Ask);
-        let r = run_engines(engines, lib, pred, interp, kv, cut, wire);
+        let r = run_engines(engines, lib, pred, interp, jit, kv, cut, wire);
         if r.verdicts.disagree() && signature(&r.verdicts) == want {
             return PacketRepro { data: cut.to_vec(), wire_len: wire, original_len: data.len(), verdicts: r.verdicts };
         }
