@@ -813,3 +813,58 @@ fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
         assert_eq!(homes, 1, "flow {flow}");
     }
 }
+
+/// Runs in a child process without capabilities (see the next test); a
+/// no-op otherwise.
+#[test]
+fn permission_child() {
+    if std::env::var_os("SIFT_CAPTURE_PERMISSION_CHILD").is_none() {
+        return;
+    }
+    let e = Capture::open(&Config::new("lo")).unwrap_err();
+    assert!(matches!(e, sift_capture::Error::Permission), "{e:?}");
+    println!("CHILD-SAYS: {e}");
+    let e = sift_capture::capture_main(&CaptureArgs::new("lo")).unwrap_err();
+    println!("CHILD-MAIN-SAYS: {e}");
+}
+
+#[test]
+fn without_cap_net_raw_the_error_is_clear() {
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: setpriv is not installed");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("setpriv")
+        .args([
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--ambient-caps=-all",
+            "--",
+        ])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "permission_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SIFT_CAPTURE_PERMISSION_CHILD", "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && text.contains("setpriv") {
+        eprintln!("SKIPPED: cannot drop capabilities here ({text})");
+        return;
+    }
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("CHILD-SAYS: live capture needs root or CAP_NET_RAW"),
+        "{text}"
+    );
+    assert!(
+        text.contains("CHILD-MAIN-SAYS: live capture needs root or CAP_NET_RAW"),
+        "{text}"
+    );
+}
