@@ -22,6 +22,8 @@ usage: sift [-dq] [-c count] [-F file] [-r file] [-s snaplen] [-w file] [-y link
             [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
             [expression]
        sift explain [-y linktype] [-s snaplen] expression
+       sift gen KIND --count N -w FILE [--seed S]      (workloads: sift gen --help)
+       sift bench [--workload KIND|FILE] [--filters ...] [--engines ...] [--json] [--svg FILE]
 
   -r FILE      read packets from a pcap/pcapng file ('-' = stdin)
   -w FILE      write matching packets as pcap ('-' = stdout)
@@ -46,10 +48,13 @@ impl From<io::Error> for Fail {
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let result = if argv.first().map(String::as_str) == Some("explain") {
-        args::parse(&argv[1..]).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| explain(&a))
-    } else {
-        args::parse(&argv).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| run(&a))
+    let result = match argv.first().map(String::as_str) {
+        Some("explain") => args::parse(&argv[1..]).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| explain(&a)),
+        Some("gen") => sift_bench::gen_main(&argv[1..]).map(|()| ExitCode::SUCCESS).map_err(Fail),
+        Some("bench") => sift_bench::bench_main(&argv[1..]).map(|()| ExitCode::SUCCESS).map_err(Fail),
+        _ => {
+            args::parse(&argv).map_err(|e| Fail(format!("{e}\n{USAGE}"))).and_then(|a| run(&a))
+        }
     };
     match result {
         Ok(code) => code,
