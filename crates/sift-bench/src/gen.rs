@@ -757,6 +757,9 @@ fn ftp_background(rng: &mut Rng, id: u16, payload: &[u8]) -> Vec<u8> {
         rng.below(256) as u8,
         rng.range(1, 254) as u8,
     );
+    // A random slice of the filler, so payloads differ from packet to packet.
+    let start = rng.below(payload.len() as u64) as usize;
+    let payload = payload.get(start..).unwrap_or(&[]);
     let len = rng.below(payload.len() as u64 + 1) as usize;
     let (sport, dport) = (
         rng.range(1024, 65535) as u16,
