@@ -939,6 +939,22 @@ impl Injector {
         Ok(Injector { fd })
     }
 
+    /// Sends a batch of frames with one system call per 64; returns how
+    /// many were sent (fewer on a transient error such as a full queue
+    /// after the first frame).
+    pub fn send_batch(&self, frames: &[&[u8]]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < frames.len() {
+            match sys::send_many(&self.fd, &frames[done..]) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
+    }
+
     /// Sends one frame; an error if the kernel took less than all of it.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
         let n = sys::send(&self.fd, frame)?;

@@ -517,3 +517,42 @@ pub fn bind_tx(fd: &OwnedFd, ifindex: i32) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Sends up to 64 frames with one `sendmmsg`; returns how many were sent.
+pub fn send_many(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
+    let n = frames.len().min(64);
+    let mut iov: Vec<libc::iovec> = frames[..n]
+        .iter()
+        .map(|f| libc::iovec {
+            iov_base: f.as_ptr() as *mut libc::c_void,
+            iov_len: f.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iov
+        .iter_mut()
+        .map(|v| {
+            // SAFETY: mmsghdr is integers and raw pointers; all-zero is a
+            // valid value (null pointers, zero lengths).
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect();
+    // SAFETY: msgs holds n headers, each pointing to one iovec in `iov`
+    // describing a live frame borrowed from `frames`; all outlive the call,
+    // and the kernel only reads the frames (it writes msg_len).
+    let rc = unsafe {
+        libc::sendmmsg(
+            fd.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
