@@ -53,15 +53,21 @@ impl Size {
 /// A binary arithmetic operator on unsigned 32-bit values (wrapping).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
+    /// Addition.
     Add,
+    /// Subtraction.
     Sub,
+    /// Multiplication.
     Mul,
     /// Division; a zero divisor aborts.
     Div,
     /// Remainder; a zero divisor aborts.
     Mod,
+    /// Bitwise and.
     And,
+    /// Bitwise or.
     Or,
+    /// Bitwise exclusive or.
     Xor,
     /// Left shift; the shift count is taken modulo 32 (as x86 and the Linux
     /// kernel do for a register count).

@@ -101,11 +101,25 @@ fn link_proto_values_must_fit_the_field_on_ethernet_and_linux_cooked() {
 }
 
 #[test]
-fn iso_and_isis_values_are_checked_before_the_unsupported_error() {
+fn iso_and_isis_values_are_range_checked() {
     rejects(LinkType::EN10MB, "iso proto 256", "ISO protocol 256 greater than maximum 255", "256");
     rejects(LinkType::EN10MB, "isis proto 32", "IS-IS PDU type 32 greater than maximum 31", "32");
-    let e = lower_on(LinkType::EN10MB, "isis proto 31").expect_err("not supported yet");
-    assert!(e.message.contains("not supported yet"), "{}", e.message);
+    accepts(LinkType::EN10MB, "isis proto 31");
+    accepts(LinkType::EN10MB, "iso proto 255");
+}
+
+#[test]
+fn decnet_addresses_are_area_dot_node() {
+    // 1.10.3 also takes a plain number as a 16-bit DECnet address; master
+    // (TESTrun reject_decnet_1) says "invalid DECnet address '1'".
+    rejects(LinkType::EN10MB, "decnet host 1", "invalid DECnet address '1'", "1");
+    rejects(LinkType::EN10MB, "decnet src 1034", "invalid DECnet address '1034'", "1034");
+    rejects(LinkType::EN10MB, "decnet host 1.2 or 3", "invalid DECnet address '3'", "3");
+    accepts(LinkType::EN10MB, "decnet host 1.2");
+    for expr in ["decnet net 1.2.3.0/24", "decnet net 1.2.3.0 mask 255.255.255.0"] {
+        let e = lower_on(LinkType::EN10MB, expr).expect_err(expr);
+        assert_eq!(e.message, "'decnet' is not a valid qualifier for 'net'", "{expr}");
+    }
 }
 
 /// A packet of `len` bytes, all zero except `byte` at offset 8.

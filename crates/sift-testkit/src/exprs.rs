@@ -368,6 +368,7 @@ impl Gen<'_> {
             (if eth { 5 } else { 2 }, 7), // broadcast/multicast
             (3, 8),    // less/greater
             (22, 9),   // relation
+            (if eth { 5 } else { 1 }, 10), // vlan/mpls/pppoe/llc/OSI/DECnet
         ]);
         let kind = match choice {
             0 => Some(self.host()),
@@ -389,6 +390,10 @@ impl Gen<'_> {
                 self.less_greater();
                 None
             }
+            10 => {
+                self.encapsulation();
+                None
+            }
             _ => {
                 self.relation();
                 None
@@ -397,6 +402,77 @@ impl Gen<'_> {
         if let Some(kind) = kind {
             self.inherited(kind);
         }
+    }
+
+    /// An encapsulation (`vlan`, `mpls`, `pppoed`, `pppoes`, which move the
+    /// offsets of everything after them), `llc`, an OSI primitive or a
+    /// DECnet host. Values are mostly valid, sometimes one past the maximum.
+    fn encapsulation(&mut self) {
+        // vlan, mpls and llc exist only on Ethernet among the link types
+        // generated for: elsewhere they are mostly left out (libpcap
+        // rejects them), sometimes kept for the error path.
+        let which = if self.ethernet() || self.rng.chance(0.05) {
+            self.rng.below(9)
+        } else {
+            *self.rng.pick(&[4u64, 6, 7, 8])
+        };
+        let text = match which {
+            0 | 1 => match self.rng.below(3) {
+                0 => "vlan".to_string(),
+                _ => {
+                    let id = self.rng.one_of(&[0u32, 1, 2, 100, 200, 0xaaa, 4094, 4095, 1, 2, 100, 4096], |r| r.below(4096) as u32);
+                    format!("vlan {}", self.number_text(id))
+                }
+            },
+            2 | 3 => match self.rng.below(3) {
+                0 => "mpls".to_string(),
+                _ => {
+                    let label =
+                        self.rng.one_of(&[0u32, 3, 16, 100, 1024, 100_000, 0xfffff, 16, 1024, 0x100000], |r| r.next_u32() & 0xfffff);
+                    format!("mpls {}", self.number_text(label))
+                }
+            },
+            4 => match self.rng.below(4) {
+                0 => "pppoed".to_string(),
+                1 => "pppoes".to_string(),
+                _ => {
+                    let id = self.rng.one_of(&[0u32, 1, 0x27, 0x3b, 0xffff, 1, 0x27, 0x10000], |r| r.below(0x10000) as u32);
+                    format!("pppoes {}", self.number_text(id))
+                }
+            },
+            5 => {
+                let kind = *self.rng.pick(&[
+                    "", " i", " s", " u", " rr", " rnr", " rej", " ui", " ua", " disc", " dm", " sabme", " test",
+                    " xid", " frmr",
+                ]);
+                format!("llc{kind}")
+            }
+            6 | 7 => match self.rng.below(4) {
+                0 => {
+                    let v = self.rng.one_of(&[0x81u32, 0x82, 0x83, 0, 255], |r| r.below(256) as u32);
+                    format!("iso proto {}", self.number_text(v))
+                }
+                1 => {
+                    let v = self.rng.one_of(&[15u32, 16, 17, 18, 20, 24, 25, 26, 27, 31], |r| r.below(32) as u32);
+                    format!("isis proto {}", self.number_text(v))
+                }
+                _ => (*self.rng.pick(&[
+                    "iso", "clnp", "esis", "isis", "l1", "l2", "iih", "lsp", "snp", "csnp", "psnp",
+                    "iso proto \\clnp", "iso proto \\isis",
+                ]))
+                .to_string(),
+            },
+            _ => {
+                let dir = *self.rng.pick(&["", "src ", "dst ", "host ", "src host ", "dst net ", "src and dst "]);
+                let (area, node) = if self.rng.chance(0.7) {
+                    *self.rng.pick(&[(1u32, 2u32), (63, 1023), (0, 0), (1, 1)])
+                } else {
+                    (self.rng.below(64) as u32, self.rng.below(1024) as u32)
+                };
+                format!("decnet {dir}{area}.{node}")
+            }
+        };
+        self.push(&text);
     }
 
     /// Optional `and|or [not] id` continuations, or a parenthesised id list.
@@ -1148,6 +1224,7 @@ mod tests {
             "ip proto", "ip6 proto", "proto", "ether host", "broadcast", "multicast", "ip broadcast", "less",
             "greater", "len", "tcp[", "ip[", "ip6[", "icmp[", "ether[", "tcpflags", "tcp-syn", "icmp-echo",
             "icmp6-echo", "not", "!", "&&", "||", "(", "<<", ">>", "%", "^", "mask", "/", "::", "\\",
+            "vlan", "mpls", "pppoes", "pppoed", "llc", "isis", "iso proto", "decnet src",
         ] {
             assert!(all.contains(needle), "never generated: {needle}");
         }

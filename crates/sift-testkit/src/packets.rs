@@ -201,8 +201,48 @@ fn l3_for(rng: &mut Rng, et: u16) -> Vec<u8> {
         0x86dd => ipv6(rng),
         0x0806 => arp(rng, false),
         0x8035 => arp(rng, true),
+        0x6003 => decnet(rng),
         _ => garbage(rng),
     }
+}
+
+/// A DECnet Phase IV routing header: the length word, a flags byte
+/// (optionally after a pad byte, 0x81), then a short (0x02) or long
+/// (0x06) data-packet header whose addresses come from a few AREA.NODE
+/// values (little-endian), or random flags.
+fn decnet(rng: &mut Rng) -> Vec<u8> {
+    let mut d = Vec::with_capacity(40);
+    put16(&mut d, rng.below(200) as u16);
+    if rng.chance(0.4) {
+        d.push(0x81);
+    }
+    let long = rng.chance(0.5);
+    let flags = if rng.chance(0.85) {
+        (if long { 0x06 } else { 0x02 }) | (rng.byte() & 0xf8)
+    } else {
+        rng.byte()
+    };
+    d.push(flags);
+    let addr = |rng: &mut Rng| -> [u8; 2] {
+        let a: u16 = rng.one_of(&[(1 << 10) | 2, (63 << 10) | 1023, 0, (1 << 10) | 1], |r| r.next_u32() as u16);
+        a.to_le_bytes()
+    };
+    if long {
+        // darea, dsubarea, HIORD (AA-00-04-00) + dst; sarea, ssubarea,
+        // HIORD + src; then nl2, visit count, service class, protocol.
+        d.extend_from_slice(&[0, 0, 0xaa, 0x00, 0x04, 0x00]);
+        d.extend_from_slice(&addr(rng));
+        d.extend_from_slice(&[0, 0, 0xaa, 0x00, 0x04, 0x00]);
+        d.extend_from_slice(&addr(rng));
+        d.extend_from_slice(&[0, 0, 0, 0]);
+    } else {
+        d.extend_from_slice(&addr(rng));
+        d.extend_from_slice(&addr(rng));
+        d.push(0);
+    }
+    let n = rng.index(20);
+    rng.fill(&mut d, n);
+    d
 }
 
 fn ethernet(rng: &mut Rng) -> Vec<u8> {
@@ -283,11 +323,28 @@ fn ethernet(rng: &mut Rng) -> Vec<u8> {
                 }
                 2 => {
                     llc.extend_from_slice(&[0xfe, 0xfe, 0x03]);
-                    llc.push(*rng.pick(&[0x81u8, 0x82, 0x83]));
-                    rng.fill(&mut llc, 30);
+                    let nlpid = *rng.pick(&[0x81u8, 0x82, 0x83, 0x83]);
+                    llc.push(nlpid);
+                    if nlpid == 0x83 {
+                        // IS-IS: header length, version, id length, then
+                        // the PDU type (sometimes with reserved bits set).
+                        llc.extend_from_slice(&[27, 1, 0]);
+                        let pdu = *rng.pick(&[15u8, 16, 17, 18, 20, 24, 25, 26, 27]);
+                        llc.push(if rng.chance(0.15) { pdu | (rng.byte() & 0xe0) } else { pdu });
+                        rng.fill(&mut llc, 26);
+                    } else {
+                        rng.fill(&mut llc, 30);
+                    }
                 }
                 3 => {
-                    llc.extend_from_slice(&[0x42, 0x42, 0x03]);
+                    llc.extend_from_slice(&[0x42, 0x42]);
+                    // Control: I, S (RR, RNR, REJ) and U (UI, UA, DISC,
+                    // DM, SABME, TEST, XID, FRMR) frames, P/F bit varied.
+                    let control = rng.one_of(
+                        &[0x03u8, 0x00, 0x02, 0x01, 0x05, 0x09, 0x63, 0x43, 0x0f, 0x6f, 0xe3, 0xaf, 0x87, 0x13, 0xbf],
+                        |r| r.byte(),
+                    );
+                    llc.push(control);
                     rng.fill(&mut llc, 35);
                 }
                 4 => {

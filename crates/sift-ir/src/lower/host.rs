@@ -30,6 +30,11 @@ impl Lowerer<'_> {
         match proto {
             None => {
                 let ip = self.host_v4(addr, mask, Some(ProtoQual::Ip), dir, is_net)?;
+                // Inside an MPLS label stack only IPv4 can be tested (as
+                // libpcap, which skips ARP and RARP there).
+                if self.link.mpls_depth > 0 {
+                    return Ok(ip);
+                }
                 let arp = self.host_v4(addr, mask, Some(ProtoQual::Arp), dir, is_net)?;
                 let rarp = self.host_v4(addr, mask, Some(ProtoQual::Rarp), dir, is_net)?;
                 Ok(ip.or(arp).or(rarp))
@@ -38,7 +43,10 @@ impl Lowerer<'_> {
             Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, ethertype::IP, 12, 16),
             Some(ProtoQual::Rarp) => self.hostop(addr, mask, dir, ethertype::REVARP, 14, 24),
             Some(ProtoQual::Arp) => self.hostop(addr, mask, dir, ethertype::ARP, 14, 24),
-            Some(ProtoQual::Decnet) => self.unsupported("'decnet' host addresses are"),
+            // Only IPv4 prefixes and masks get here (DECnet addresses and
+            // numbers are handled before): master rejects them, 1.10.3
+            // compared the low 16 bits as a DECnet address.
+            Some(ProtoQual::Decnet) => self.err(format!("'decnet' is not a valid qualifier for '{what}'")),
             Some(ProtoQual::Atalk) => self.err("AppleTalk host filtering not implemented"),
             Some(ProtoQual::Lat) => self.err("LAT host filtering not implemented"),
             Some(ProtoQual::Sca) => self.err("SCA host filtering not implemented"),

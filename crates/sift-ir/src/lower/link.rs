@@ -34,6 +34,23 @@ const BSD_AFNUM_INET6_BSD: u32 = 24;
 const BSD_AFNUM_INET6_FREEBSD: u32 = 28;
 const BSD_AFNUM_INET6_DARWIN: u32 = 30;
 
+/// PPP protocol numbers for the EtherType-like values libpcap translates
+/// (`ethertype_to_ppptype`); other values are used unchanged.
+pub(crate) fn ethertype_to_ppptype(ll_proto: u32) -> u32 {
+    match ll_proto {
+        ethertype::IP => 0x0021,
+        ethertype::IPV6 => 0x0057,
+        ethertype::DN => 0x0027,
+        ethertype::ATALK => 0x0029,
+        // ETHERTYPE_NS (Xerox NS IDP) -> PPP_NS.
+        0x0600 => 0x0025,
+        llcsap::ISONS => 0x0023,
+        llcsap::STP => 0x0031,
+        llcsap::IPX => 0x002b,
+        p => p,
+    }
+}
+
 /// The link-layer header types sift lowers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LinkKind {
@@ -53,6 +70,11 @@ pub(crate) enum LinkKind {
     LinuxSll,
     /// DLT_LINUX_SLL2.
     LinuxSll2,
+    /// PPP inside a PPPoE session: what the link layer becomes after
+    /// `pppoes` (libpcap switches its link type to DLT_PPP, with the PPP
+    /// protocol field 6 bytes past the PPPoE header). Not an initial link
+    /// type yet.
+    Ppp,
 }
 
 /// The layout of the link layer, as libpcap's compiler state describes it.
@@ -74,6 +96,13 @@ pub(crate) struct LinkLayer {
     /// Network layer relative to the payload when an 802.2 header without
     /// SNAP precedes it (`off_nl_nosnap`).
     pub(crate) off_nl_nosnap: u32,
+    /// How many `vlan` primitives were lowered so far (libpcap's
+    /// `vlan_stack_depth`).
+    pub(crate) vlan_depth: u32,
+    /// How many `mpls` primitives were lowered so far (libpcap's
+    /// `label_stack_depth`); when non-zero, link-type tests look at the
+    /// MPLS bottom-of-stack bit and the IP version nibble instead.
+    pub(crate) mpls_depth: u32,
 }
 
 impl LinkLayer {
@@ -91,7 +120,16 @@ impl LinkLayer {
             LinkType::LINUX_SLL2 => (LinkKind::LinuxSll2, Some(0), 20, 0),
             _ => return None,
         };
-        Some(LinkLayer { kind, off_linkhdr: 0, off_linktype, off_linkpl, off_nl: 0, off_nl_nosnap })
+        Some(LinkLayer {
+            kind,
+            off_linkhdr: 0,
+            off_linktype,
+            off_linkpl,
+            off_nl: 0,
+            off_nl_nosnap,
+            vlan_depth: 0,
+            mpls_depth: 0,
+        })
     }
 
     /// Offset of the network-layer header (`off_linkpl + off_nl`).
@@ -264,6 +302,9 @@ impl Lowerer<'_> {
     /// and, on Ethernet and DLT_LINUX_SLL, an LLC SAP (at most 1500) above
     /// 255 ("LLC DSAP"). Only `link proto N` can pass such values.
     pub(crate) fn gen_linktype(&self, ll_proto: u32) -> Result<Pred> {
+        if self.link.mpls_depth > 0 {
+            return self.mpls_linktype(ll_proto);
+        }
         match self.link.kind {
             LinkKind::Ethernet | LinkKind::LinuxSll if ll_proto <= ETHERMTU => {
                 self.assert_maxval("LLC DSAP", ll_proto, 255)?
@@ -277,6 +318,7 @@ impl Lowerer<'_> {
             LinkKind::Ethernet => self.ether_linktype(ll_proto),
             LinkKind::LinuxSll => self.linux_sll_linktype(ll_proto),
             LinkKind::LinuxSll2 => self.cmp(Rel::LinkType, 0, Size::Half, ll_proto),
+            LinkKind::Ppp => self.cmp(Rel::LinkType, 0, Size::Half, ethertype_to_ppptype(ll_proto)),
             LinkKind::Raw => match ll_proto {
                 ethertype::IP => self.mcmp(Rel::LinkHdr, 0, Size::Byte, 0x40, 0xf0),
                 ethertype::IPV6 => self.mcmp(Rel::LinkHdr, 0, Size::Byte, 0x60, 0xf0),
@@ -306,6 +348,21 @@ impl Lowerer<'_> {
                 _ => Pred::False,
             },
         })
+    }
+
+    /// `gen_mpls_linktype`: inside an MPLS label stack only IPv4 and IPv6
+    /// can be tested: the previous label's bottom-of-stack bit is set and
+    /// the version nibble matches.
+    fn mpls_linktype(&self, ll_proto: u32) -> Result<Pred> {
+        let version = match ll_proto {
+            ethertype::IP => 0x40,
+            ethertype::IPV6 => 0x60,
+            _ => return self.err("unsupported protocol over mpls"),
+        };
+        // The bottom-of-stack bit is in byte 2 of the label before the
+        // network layer (offset -2 from it, wrapping as C's u_int).
+        let bos = self.mcmp(Rel::LinkPl, 0u32.wrapping_sub(2), Size::Byte, 0x01, 0x01);
+        Ok(bos.and(self.mcmp(Rel::LinkPl, 0, Size::Byte, version, 0xf0)))
     }
 
     /// `gen_loopback_linktype`: the 4-byte address family of DLT_NULL (host

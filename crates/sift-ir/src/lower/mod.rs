@@ -52,6 +52,7 @@
 //!   `(byte | V) != 0`, and a packet too short for the byte is rejected.
 
 mod arith;
+mod encap;
 mod host;
 mod link;
 mod port;
@@ -394,13 +395,13 @@ impl<'a> Lowerer<'a> {
             Primitive::Inbound => self.inbound(false),
             Primitive::Outbound => self.inbound(true),
             Primitive::Ifindex(n) => self.ifindex(*n),
-            Primitive::Vlan(_) => self.unsupported("'vlan'"),
-            Primitive::Mpls(_) => self.unsupported("'mpls'"),
-            Primitive::Pppoed => self.unsupported("'pppoed'"),
-            Primitive::Pppoes(_) => self.unsupported("'pppoes'"),
+            Primitive::Vlan(id) => self.vlan(*id),
+            Primitive::Mpls(label) => self.mpls(*label),
+            Primitive::Pppoed => self.pppoed(),
+            Primitive::Pppoes(id) => self.pppoes(*id),
             Primitive::Geneve(_) => self.unsupported("'geneve'"),
             Primitive::Vxlan(_) => self.err("'vxlan' does not exist in libpcap 1.10.3"),
-            Primitive::Llc(_) => self.unsupported("'llc'"),
+            Primitive::Llc(kind) => self.llc(kind),
             Primitive::Pflog(_) => self.unsupported("PFLOG primitives are"),
             Primitive::Wlan(..) => self.unsupported("802.11 'type'/'subtype'/'dir'"),
             Primitive::Atm(..) | Primitive::AtmAbbrev(_) => self.unsupported("ATM primitives are"),
@@ -433,7 +434,15 @@ impl<'a> Lowerer<'a> {
             Id::Ipv6 { addr, len } => self.id_ipv6(q, addr, *len),
             Id::Mac(mac) => self.id_mac(q, mac),
             Id::Mac8(_) => self.err("aid supported only on ARCnet"),
-            Id::Decnet { .. } => self.unsupported("'decnet' host addresses are"),
+            Id::Decnet { area, node } => {
+                let addr = (u32::from(*area) << 10) | u32::from(*node);
+                match q.addr {
+                    None | Some(AddrQual::Host) | Some(AddrQual::Net) => {
+                        self.decnet_host(addr, Dir::of(q.dir))
+                    }
+                    _ => self.id_num(q, addr),
+                }
+            }
             Id::Name(name) => self.id_name(q, name),
         }
     }
@@ -444,7 +453,11 @@ impl<'a> Lowerer<'a> {
         match q.addr {
             None | Some(AddrQual::Host) | Some(AddrQual::Net) => {
                 if q.proto == Some(ProtoQual::Decnet) {
-                    return self.unsupported("'decnet' host addresses are");
+                    // As libpcap master: a DECnet address is AREA.NODE
+                    // (1.10.3 also took a plain 16-bit number).
+                    let span = self.value_span();
+                    let text = self.source.get(span.range()).unwrap_or("");
+                    return Err(Error::new(format!("invalid DECnet address '{text}'"), span));
                 }
                 if q.proto == Some(ProtoQual::Link) {
                     return self.err("illegal link layer address");

@@ -60,14 +60,8 @@ impl Lowerer<'_> {
             Some(ProtoQual::Sca) => self.err("SCA does not encapsulate another protocol"),
             Some(ProtoQual::Moprc) => self.err("MOPRC does not encapsulate another protocol"),
             Some(ProtoQual::Mopdl) => self.err("MOPDL does not encapsulate another protocol"),
-            Some(ProtoQual::Iso) => {
-                self.assert_maxval("ISO protocol", v, 255)?;
-                self.unsupported("'iso proto' and 'isis proto' are")
-            }
-            Some(ProtoQual::Isis) => {
-                self.assert_maxval("IS-IS PDU type", v, 31)?;
-                self.unsupported("'iso proto' and 'isis proto' are")
-            }
+            Some(ProtoQual::Iso) => self.iso_proto(v),
+            Some(ProtoQual::Isis) => self.isis_proto(v),
             Some(ProtoQual::Clnp) => self.err("'clnp proto' is not supported"),
             Some(p) => self.err(format!("'{} proto' is bogus", proto_name(p))),
         }
@@ -116,7 +110,7 @@ impl Lowerer<'_> {
             | ProtoQual::Lsp
             | ProtoQual::Snp
             | ProtoQual::Csnp
-            | ProtoQual::Psnp => self.unsupported(&format!("'{}'", proto_name(proto))),
+            | ProtoQual::Psnp => self.iso_abbrev(proto),
             ProtoQual::Radio => self.err("'radio' is not a valid protocol type"),
         }
     }
@@ -133,7 +127,9 @@ impl Lowerer<'_> {
                 None => return self.err(format!("unknown ether proto '{name}'")),
             },
             Some(ProtoQual::Iso) => match name {
-                "esis" | "isis" | "clnp" => return self.unsupported("'iso proto'"),
+                "esis" => super::encap::nlpid::ESIS,
+                "isis" => super::encap::nlpid::ISIS,
+                "clnp" => super::encap::nlpid::CLNP,
                 _ => return self.err(format!("unknown osi proto '{name}'")),
             },
             Some(_) => return self.err(format!("unknown protocol: {name}")),

@@ -293,8 +293,8 @@ fn deep_nesting_is_an_error_not_a_crash() {
 
 #[test]
 fn unsupported_primitives_name_themselves() {
-    let e = on(LinkType::EN10MB, prim(Primitive::Vlan(Some(1)))).unwrap_err();
-    assert_eq!(e.message, "'vlan' is not supported yet by sift");
+    let e = on(LinkType::EN10MB, prim(Primitive::Geneve(Some(1)))).unwrap_err();
+    assert_eq!(e.message, "'geneve' is not supported yet by sift");
     assert_eq!(e.span, sp());
 }
 
@@ -385,4 +385,24 @@ fn range_check_errors_point_at_the_value() {
     let e = on(LinkType::EN10MB, id(Some(ProtoQual::Link), None, Some(AddrQual::Proto), Id::Num(70000))).unwrap_err();
     assert_eq!(e.message, "EtherType 70000 greater than maximum 65535");
     assert_eq!(e.span, Span::new(0, 1));
+}
+
+#[test]
+fn vlan_moves_the_type_field_and_payload_for_what_follows() {
+    let ip = || prim(Primitive::ProtoAbbrev(ProtoQual::Ip));
+    let p = en(Expr::And(Box::new(prim(Primitive::Vlan(Some(5)))), Box::new(ip())));
+    let tpid = |k| Pred::eq(Value::load(Size::Half, 12), k);
+    let expected = tpid(0x8100)
+        .or(tpid(0x88a8))
+        .or(tpid(0x9100))
+        .and(Pred::eq(Value::load(Size::Half, 14).bin(crate::pred::BinOp::And, Value::Const(0xfff)), 5))
+        .and(Pred::eq(Value::load(Size::Half, 16), 0x800));
+    assert_eq!(p, expected);
+    // Across `or` too: the second `ip` is the one after the tag.
+    let p = en(Expr::Or(
+        Box::new(Expr::And(Box::new(prim(Primitive::Vlan(None))), Box::new(ip()))),
+        Box::new(ip()),
+    ));
+    let Pred::Or(v) = p else { panic!("{p}") };
+    assert_eq!(v[1], Pred::eq(Value::load(Size::Half, 16), 0x800));
 }

@@ -52,13 +52,8 @@ pub fn is_supported_dlt(dlt: &str) -> bool {
 /// Keywords of primitives that are out of scope in this phase, with the
 /// feature family they belong to (for the per-family counts).
 const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
-    ("vlan", "vlan"),
-    ("mpls", "mpls"),
-    ("pppoed", "pppoe"),
-    ("pppoes", "pppoe"),
     ("geneve", "geneve"),
     ("vxlan", "vxlan"),
-    ("llc", "llc"),
     // 802.11
     ("wlan", "802.11"),
     ("radio", "802.11"),
@@ -111,21 +106,6 @@ const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
     ("hopc", "mtp"),
     ("hdpc", "mtp"),
     ("hsls", "mtp"),
-    ("decnet", "decnet"),
-    // OSI
-    ("iso", "iso"),
-    ("esis", "iso"),
-    ("es-is", "iso"),
-    ("isis", "iso"),
-    ("is-is", "iso"),
-    ("clnp", "iso"),
-    ("l1", "iso"),
-    ("l2", "iso"),
-    ("iih", "iso"),
-    ("lsp", "iso"),
-    ("snp", "iso"),
-    ("csnp", "iso"),
-    ("psnp", "iso"),
     ("protochain", "protochain"),
     ("gateway", "gateway"),
 ];
