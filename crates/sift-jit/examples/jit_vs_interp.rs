@@ -56,7 +56,7 @@ fn main() {
         packets.len()
     );
     println!(
-        "{:<60} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "{:<60} {:>7} {:>7} {:>7} {:>7} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
         "filter",
         "libpcap",
         "interp",
@@ -67,7 +67,8 @@ fn main() {
         "bytes",
         "ir-b",
         "c-jit",
-        "c-ir"
+        "c-ir",
+        "c-pcap"
     );
     let mut out = vec![0u32; 256];
     for expr in FILTERS {
@@ -97,6 +98,20 @@ fn main() {
         };
         let c_jit = compile_us(&|| JitFilter::from_program(&prog).expect("JIT"));
         let c_ir = compile_us(&|| JitFilter::from_pred(&pred).expect("JIT"));
+        let c_pcap = {
+            let mut t: Vec<f64> = (0..21)
+                .map(|_| {
+                    let start = Instant::now();
+                    black_box(
+                        sift_testkit::libpcap::compile(expr, 1, 262_144, None, true)
+                            .expect("libpcap"),
+                    );
+                    start.elapsed().as_nanos() as f64 / 1000.0
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t[10]
+        };
         let lib = sift_testkit::libpcap::CheckedProgram::new(&prog).expect("libpcap runs it");
         let time = |f: &mut dyn FnMut() -> usize| -> (f64, usize) {
             let mut samples = Vec::new();
@@ -141,7 +156,7 @@ fn main() {
             "match counts differ for {expr}"
         );
         println!(
-            "{expr:<60} {l:>7.2} {i:>7.2} {j:>7.2} {b:>7.2} {r:>7.2} {:>6} {:>6} {:>6} {c_jit:>6.1} {c_ir:>6.1}",
+            "{expr:<60} {l:>7.2} {i:>7.2} {j:>7.2} {b:>7.2} {r:>7.2} {:>6} {:>6} {:>6} {c_jit:>6.1} {c_ir:>6.1} {c_pcap:>6.1}",
             prog.len(),
             jit.code_size(),
             jit_ir.code_size()

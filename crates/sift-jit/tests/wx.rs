@@ -57,7 +57,8 @@ fn code_pages_are_never_writable_and_executable() {
             "{a:#x}-{b:#x} is {perms}"
         );
     }
-    // Dropping unmaps the code.
+    // Dropping makes the code pages non-executable (unmapped or back in the
+    // pool as read + write pages).
     let addr = filters[0].code_addr();
     drop(filters);
     assert!(!mappings()
@@ -119,4 +120,43 @@ fn filters_are_send_and_sync() {
             s.spawn(move || assert_eq!(f.run(&[], t), t));
         }
     });
+}
+
+#[test]
+fn reused_and_large_code_pages_stay_w_xor_x() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let small = [Insn::stmt(LD | B | ABS, 0), Insn::stmt(RET | A, 0)];
+    // A program whose code spans several pages (its own mapping).
+    let mut large = vec![Insn::stmt(LD | IMM, 0)];
+    large.extend(std::iter::repeat_n(Insn::stmt(ALU | ADD | K, 1000), 3000));
+    large.push(Insn::stmt(RET | A, 0));
+    for round in 0..50 {
+        let filters: Vec<JitFilter> = (0..20)
+            .map(|_| JitFilter::from_program(&small).expect("compiles"))
+            .collect();
+        let big = JitFilter::from_program(&large).expect("compiles");
+        assert!(big.code_size() > 4096);
+        if round % 10 == 0 {
+            let maps = mappings();
+            for f in filters.iter().chain([&big]) {
+                let (a, b) = (f.code_addr(), f.code_addr() + f.code_size() - 1);
+                for addr in [a, b] {
+                    let (_, _, perms) = maps
+                        .iter()
+                        .find(|(s, e, _)| (*s..*e).contains(&addr))
+                        .expect("mapped");
+                    assert_eq!(&perms[..3], "r-x");
+                }
+            }
+            assert!(!maps
+                .iter()
+                .any(|(_, _, p)| p.contains('w') && p.contains('x')));
+        }
+        for (i, f) in filters.iter().enumerate() {
+            assert_eq!(f.run(&[i as u8], 1), i as u32);
+        }
+        assert_eq!(big.run(&[], 0), 3_000_000);
+    }
 }
