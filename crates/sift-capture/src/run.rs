@@ -2,11 +2,15 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use sift_pcap::{PcapWriter, TsPrecision};
 
-use crate::{sys, Capture, Config, Error, Packet, Placement, RingConfig, Stats};
+use crate::{
+    sys, Capture, Config, Error, Fanout, FanoutMode, Packet, Placement, RingConfig, Stats,
+};
 
 /// Everything `sift -i IFACE [options] [expression]` needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +39,12 @@ pub struct CaptureArgs {
     pub ignore_outgoing: bool,
     /// Do not print the "listening on" line and the statistics lines.
     pub quiet: bool,
+    /// `--fanout N` (N >= 2): N worker threads, each with its own socket
+    /// and ring, joined in a PACKET_FANOUT hash group (a flow stays on one
+    /// worker). Each worker writes its own file: `-w out.pcap` gives
+    /// `out.0.pcap`, `out.1.pcap`, ... (`FILE.N` without an extension);
+    /// `-c` counts packets over all workers. Needs `-w FILE`.
+    pub fanout: usize,
 }
 
 impl CaptureArgs {
@@ -52,6 +62,7 @@ impl CaptureArgs {
             ring: RingConfig::default(),
             ignore_outgoing: false,
             quiet: false,
+            fanout: 0,
         }
     }
 }
@@ -59,13 +70,17 @@ impl CaptureArgs {
 /// Opens the capture described by `args` and installs its filter; returns
 /// the capture (not yet active).
 pub fn open_capture(args: &CaptureArgs) -> Result<Capture, String> {
+    open_member(args, None)
+}
+
+fn open_member(args: &CaptureArgs, fanout: Option<Fanout>) -> Result<Capture, String> {
     let cfg = Config {
         interface: args.interface.clone(),
         promisc: args.promisc,
         snaplen: args.snaplen,
         ring: args.ring,
         ignore_outgoing: args.ignore_outgoing,
-        fanout: None,
+        fanout,
     };
     let mut cap = Capture::open(&cfg).map_err(|e| match e {
         Error::Permission => e.to_string(),
@@ -81,47 +96,208 @@ pub fn open_capture(args: &CaptureArgs) -> Result<Capture, String> {
 
 /// Runs a capture, calling `on_packet` for every packet that passes the
 /// filter, until `args.count` packets, SIGINT/SIGTERM, [`crate::request_stop`]
-/// or an error from `on_packet`. On a stop request the blocks the kernel
-/// retires within one block timeout are still processed, so packets
-/// already captured are not lost. Returns the final statistics (with
-/// `captured` = packets passed to `on_packet`).
+/// or an error from `on_packet`. After a stop request, the blocks the
+/// kernel retires within one block timeout (plus a margin) are still
+/// processed, so packets already captured are not lost. Returns the final
+/// statistics (with `captured` = packets passed to `on_packet`).
 pub fn capture_with(
     args: &CaptureArgs,
     cap: &mut Capture,
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<()>,
 ) -> Result<Stats, String> {
     sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
+    capture_loop(args, cap, on_packet, &AtomicU64::new(0))
+}
+
+/// The loop of [`capture_with`]; `taken` counts packets over every worker
+/// sharing the `-c` budget.
+fn capture_loop(
+    args: &CaptureArgs,
+    cap: &mut Capture,
+    on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<()>,
+    taken: &AtomicU64,
+) -> Result<Stats, String> {
     cap.activate().map_err(|e| e.to_string())?;
     let mut captured = 0u64;
     let limit = args.count.unwrap_or(u64::MAX);
-    let tick = i32::try_from(cap.ring.block_timeout_ms.clamp(1, 100)).unwrap_or(100);
-    // After a stop request: keep draining until this many empty polls.
-    let mut drain_polls: Option<u32> = None;
-    'outer: while captured < limit {
-        if drain_polls.is_none() && sys::stop_requested() {
-            // One block timeout (plus margin) lets the current block retire.
-            drain_polls = Some(cap.ring.block_timeout_ms / tick.max(1) as u32 + 2);
+    let timeout = u64::from(cap.ring.block_timeout_ms);
+    let tick = i32::try_from(timeout.clamp(1, 100)).unwrap_or(100);
+    let mut deadline: Option<Instant> = None;
+    'outer: while taken.load(Ordering::Relaxed) < limit {
+        if deadline.is_none() && sys::stop_requested() {
+            deadline = Some(Instant::now() + Duration::from_millis(timeout + 2 * tick as u64));
         }
-        let block = cap.next_block(tick).map_err(|e| e.to_string())?;
-        let Some(mut block) = block else {
-            match drain_polls.as_mut() {
-                Some(0) => break,
-                Some(n) => *n -= 1,
-                None => {}
-            }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let Some(mut block) = cap.next_block(tick).map_err(|e| e.to_string())? else {
             continue;
         };
         for p in block.packets() {
-            on_packet(&p).map_err(|e| format!("write error: {e}"))?;
-            captured += 1;
-            if captured >= limit {
+            if taken.fetch_add(1, Ordering::Relaxed) >= limit {
                 break 'outer;
             }
+            on_packet(&p).map_err(|e| format!("write error: {e}"))?;
+            captured += 1;
         }
     }
     let mut stats = cap.stats().map_err(|e| e.to_string())?;
     stats.captured = captured;
     Ok(stats)
+}
+
+/// Writes the packets of `cap` as pcap to `path` (`-` for standard
+/// output) straight from ring memory.
+fn write_pcap(
+    args: &CaptureArgs,
+    cap: &mut Capture,
+    path: &Path,
+    taken: &AtomicU64,
+) -> Result<Stats, String> {
+    let precision = if args.nano {
+        TsPrecision::Nano
+    } else {
+        TsPrecision::Micro
+    };
+    let linktype = sift_pcap::linktype::dlt_to_linktype(cap.linktype()).unwrap_or(cap.linktype());
+    let out: Box<dyn Write> = if path.as_os_str() == "-" {
+        Box::new(io::stdout().lock())
+    } else {
+        Box::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?)
+    };
+    let out = BufWriter::with_capacity(1 << 20, out);
+    let mut w = PcapWriter::new(out, linktype, cap.snaplen(), precision)
+        .map_err(|e| format!("write error: {e}"))?;
+    if args.packet_buffered {
+        w.flush().map_err(|e| format!("write error: {e}"))?;
+    }
+    let unbuffered = args.packet_buffered;
+    let result = capture_loop(
+        args,
+        cap,
+        &mut |p| {
+            let frac = match precision {
+                TsPrecision::Nano => p.nsec,
+                TsPrecision::Micro => p.nsec / 1000,
+            };
+            w.write_raw(p.sec, frac, p.wire_len, p.data)?;
+            if unbuffered {
+                w.flush()?;
+            }
+            Ok(())
+        },
+        taken,
+    );
+    // Flush whatever was captured, even after an error.
+    let flushed = w.flush();
+    let stats = result?;
+    flushed.map_err(|e| format!("write error: {e}"))?;
+    Ok(stats)
+}
+
+/// The file of fanout worker `i`: `out.pcap` → `out.{i}.pcap`, `out` →
+/// `out.{i}`.
+pub fn worker_path(path: &Path, i: usize) -> PathBuf {
+    match (path.file_stem(), path.extension()) {
+        (Some(stem), Some(ext)) => {
+            let mut name = stem.to_os_string();
+            name.push(format!(".{i}."));
+            name.push(ext);
+            path.with_file_name(name)
+        }
+        _ => {
+            let mut p = path.as_os_str().to_os_string();
+            p.push(format!(".{i}"));
+            PathBuf::from(p)
+        }
+    }
+}
+
+fn listening_line(args: &CaptureArgs, cap: &Capture) {
+    if args.quiet {
+        return;
+    }
+    let lt = cap.linktype();
+    let name = sift::LinkType(lt).name().unwrap_or("?");
+    let name = match lt {
+        crate::DLT_EN10MB => format!("{name} (Ethernet)"),
+        crate::DLT_RAW => format!("{name} (Raw IP)"),
+        crate::DLT_LINUX_SLL2 => format!("{name} (Linux cooked v2)"),
+        _ => name.to_string(),
+    };
+    let workers = if args.fanout >= 2 {
+        format!(", {} fanout workers", args.fanout)
+    } else {
+        String::new()
+    };
+    let place = match cap.placement() {
+        Placement::Userland => " (filtering in user space)",
+        _ => "",
+    };
+    let _ = writeln!(
+        io::stderr().lock(),
+        "listening on {}, link-type {}, snapshot length {} bytes{workers}{place}",
+        args.interface,
+        name,
+        cap.snaplen(),
+    );
+}
+
+/// `--fanout N`: N members of one hash fanout group, one thread and one
+/// file each.
+fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
+    let Some(path) = args.write.as_deref().filter(|p| p.as_os_str() != "-") else {
+        return Err("--fanout needs -w FILE (each worker writes its own file)".into());
+    };
+    sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
+    // One group id per process (ids are per network namespace).
+    let group = (std::process::id() & 0xffff) as u16;
+    let fanout = Fanout {
+        group,
+        mode: FanoutMode::Hash,
+        defrag: true,
+    };
+    // Sockets are created here, in the caller's network namespace; the
+    // workers' threads inherit it anyway.
+    let mut caps = Vec::with_capacity(args.fanout);
+    for _ in 0..args.fanout {
+        caps.push(open_member(args, Some(fanout))?);
+    }
+    if let Some(first) = caps.first() {
+        listening_line(args, first);
+    }
+    for cap in &mut caps {
+        cap.activate().map_err(|e| e.to_string())?;
+    }
+    let taken = AtomicU64::new(0);
+    let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = caps
+            .iter_mut()
+            .enumerate()
+            .map(|(i, cap)| {
+                let taken = &taken;
+                let file = worker_path(path, i);
+                s.spawn(move || write_pcap(args, cap, &file, taken))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a capture worker panicked".into()))
+            })
+            .collect()
+    });
+    let mut total = Stats::default();
+    for r in results {
+        let s = r?;
+        total.captured += s.captured;
+        total.received_by_filter += s.received_by_filter;
+        total.dropped_by_kernel += s.dropped_by_kernel;
+        total.dropped_by_sift += s.dropped_by_sift;
+        total.filtered_in_userland += s.filtered_in_userland;
+    }
+    Ok(total)
 }
 
 /// `sift -i`: opens the capture, prints tcpdump's "listening on" line,
@@ -130,85 +306,34 @@ pub fn capture_with(
 /// lines on standard error. Returns the statistics.
 pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
     sys::clear_stop();
-    let mut cap = open_capture(args)?;
-    let precision = if args.nano {
-        TsPrecision::Nano
+    let stats = if args.fanout >= 2 {
+        capture_fanout(args)?
     } else {
-        TsPrecision::Micro
-    };
-    let linktype = sift_pcap::linktype::dlt_to_linktype(cap.linktype()).unwrap_or(cap.linktype());
-    if !args.quiet {
-        let lt = cap.linktype();
-        let name = sift::LinkType(lt).name().unwrap_or("?");
-        let name = match lt {
-            crate::DLT_EN10MB => format!("{name} (Ethernet)"),
-            crate::DLT_RAW => format!("{name} (Raw IP)"),
-            crate::DLT_LINUX_SLL2 => format!("{name} (Linux cooked v2)"),
-            _ => name.to_string(),
-        };
-        let mut e = io::stderr().lock();
-        let _ = writeln!(
-            e,
-            "listening on {}, link-type {}, snapshot length {} bytes{}",
-            args.interface,
-            name,
-            cap.snaplen(),
-            match cap.placement() {
-                Placement::Userland => " (filtering in user space)",
-                _ => "",
+        let mut cap = open_capture(args)?;
+        listening_line(args, &cap);
+        sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
+        match &args.write {
+            Some(path) => write_pcap(args, &mut cap, path, &AtomicU64::new(0))?,
+            None => {
+                let mut out = BufWriter::new(io::stdout().lock());
+                let unbuffered = args.packet_buffered;
+                let result = capture_with(args, &mut cap, &mut |p| {
+                    writeln!(
+                        out,
+                        "{}.{:06} length {} caplen {}",
+                        p.sec,
+                        p.nsec / 1000,
+                        p.wire_len,
+                        p.data.len()
+                    )?;
+                    if unbuffered {
+                        out.flush()?;
+                    }
+                    Ok(())
+                });
+                let _ = out.flush();
+                result?
             }
-        );
-    }
-    let stats = match &args.write {
-        Some(path) => {
-            let out: Box<dyn Write> = if path.as_os_str() == "-" {
-                Box::new(io::stdout().lock())
-            } else {
-                Box::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?)
-            };
-            let out = BufWriter::with_capacity(1 << 20, out);
-            let mut w = PcapWriter::new(out, linktype, cap.snaplen(), precision)
-                .map_err(|e| format!("write error: {e}"))?;
-            if args.packet_buffered {
-                w.flush().map_err(|e| format!("write error: {e}"))?;
-            }
-            let unbuffered = args.packet_buffered;
-            let result = capture_with(args, &mut cap, &mut |p| {
-                let frac = match precision {
-                    TsPrecision::Nano => p.nsec,
-                    TsPrecision::Micro => p.nsec / 1000,
-                };
-                w.write_raw(p.sec, frac, p.wire_len, p.data)?;
-                if unbuffered {
-                    w.flush()?;
-                }
-                Ok(())
-            });
-            // Flush whatever was captured, even after an error.
-            let flushed = w.flush();
-            let stats = result?;
-            flushed.map_err(|e| format!("write error: {e}"))?;
-            stats
-        }
-        None => {
-            let mut out = BufWriter::new(io::stdout().lock());
-            let unbuffered = args.packet_buffered;
-            let result = capture_with(args, &mut cap, &mut |p| {
-                writeln!(
-                    out,
-                    "{}.{:06} length {} caplen {}",
-                    p.sec,
-                    p.nsec / 1000,
-                    p.wire_len,
-                    p.data.len()
-                )?;
-                if unbuffered {
-                    out.flush()?;
-                }
-                Ok(())
-            });
-            let _ = out.flush();
-            result?
         }
     };
     if !args.quiet {
@@ -217,4 +342,31 @@ pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
             .write_all(stats.tcpdump_lines().as_bytes());
     }
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_paths() {
+        assert_eq!(
+            worker_path(Path::new("/tmp/out.pcap"), 3),
+            PathBuf::from("/tmp/out.3.pcap")
+        );
+        assert_eq!(worker_path(Path::new("out"), 0), PathBuf::from("out.0"));
+        assert_eq!(
+            worker_path(Path::new("dir/a.b.pcap"), 1),
+            PathBuf::from("dir/a.b.1.pcap")
+        );
+    }
+
+    #[test]
+    fn fanout_needs_a_file() {
+        let mut a = CaptureArgs::new("lo");
+        a.fanout = 2;
+        assert!(capture_main(&a)
+            .unwrap_err()
+            .contains("--fanout needs -w FILE"));
+    }
 }

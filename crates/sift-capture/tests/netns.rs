@@ -868,3 +868,67 @@ fn without_cap_net_raw_the_error_is_clear() {
         "{text}"
     );
 }
+
+#[test]
+fn capture_main_fanout_workers_write_one_file_each() {
+    let pair = setup_or_skip!();
+    let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sent = Vec::new();
+    for flow in 0..64u16 {
+        let mut p = udp(1000, b"fanout");
+        p[20..22].copy_from_slice(&(7000 + flow).to_be_bytes());
+        sent.push(eth(&[], 0x0800, &p));
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "sift-capture-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out.pcap");
+    let mut args = CaptureArgs::new(&pair.vb);
+    args.expression = "udp dst port 1000".into();
+    args.count = Some(200);
+    args.write = Some(path.clone());
+    args.ring = small_ring();
+    args.quiet = true;
+    args.fanout = 2;
+    let run = in_netns(&pair.b, move || sift_capture::capture_main(&args));
+    let va = pair.va.clone();
+    let frames = sent.clone();
+    let stats = in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
+        for _ in 0..400 {
+            if run.is_finished() {
+                break;
+            }
+            inj.send_batch(&refs).unwrap();
+            thread::sleep(Duration::from_millis(25));
+        }
+        run.join().unwrap()
+    })
+    .join()
+    .unwrap()
+    .expect("capture_main");
+    assert_eq!(stats.captured, 200);
+    let mut per_file = Vec::new();
+    for i in 0..2 {
+        let cap = sift_pcap::Capture::open(&dir.join(format!("out.{i}.pcap"))).unwrap();
+        let recs: Vec<Vec<u8>> = cap.packets().map(|p| p.unwrap().data.to_vec()).collect();
+        per_file.push(recs);
+    }
+    assert_eq!(per_file.iter().map(|f| f.len()).sum::<usize>(), 200);
+    let port = |d: &Vec<u8>| u16::from_be_bytes([d[34], d[35]]);
+    for f in per_file.iter().flatten() {
+        assert!(sent.contains(f));
+    }
+    for flow in 7000..7064u16 {
+        let homes = per_file
+            .iter()
+            .filter(|f| f.iter().any(|d| port(d) == flow))
+            .count();
+        assert!(homes <= 1, "flow {flow} split over workers");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
