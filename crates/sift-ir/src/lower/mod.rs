@@ -16,11 +16,12 @@
 //! | a block (statements + jump)| one [`Test`](crate::Test) whose values hold all the loads |
 //! | `gen_true` / `gen_false`   | [`Pred::True`] / [`Pred::False`]       |
 //!
-//! The lowering state ([`Lowerer`]) carries the link-layer description
-//! ([`link::LinkLayer`]: the offsets libpcap's compiler state tracks) and is
+//! The lowering state (`Lowerer`) carries the link-layer description
+//! (`link::LinkLayer`: the offsets libpcap's compiler state tracks) and is
 //! threaded through the expression left to right, because encapsulation
-//! primitives (`vlan`, `mpls`, `pppoes`; not supported yet) change the
-//! offsets for everything parsed after them.
+//! primitives (`vlan`, `mpls`, `pppoes`: see `encap.rs`) change the
+//! offsets for everything parsed after them, whatever the boolean
+//! structure (across `or`, out of parentheses, under `not`), as libpcap.
 //!
 //! Files, by concern:
 //! - `link.rs`: link-layer offsets, loads relative to a header, comparison
@@ -28,7 +29,9 @@
 //! - `host.rs`: `host`/`net` (IPv4, IPv6, MAC, names), `broadcast`, `multicast`;
 //! - `port.rs`: `port` and `portrange`;
 //! - `proto.rs`: `proto`, `ether proto`, protocol abbreviations (`tcp`, `ip6`);
-//! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`.
+//! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`;
+//! - `encap.rs`: `vlan`, `mpls`, `pppoed`, `pppoes`, `llc`, the ISO/IS-IS
+//!   primitives and DECnet hosts.
 //!
 //! # Deliberate differences from 1.10.3
 //!
@@ -41,15 +44,29 @@
 //!   ("byte argument ..."); `link proto N` (`ether proto N`) on Ethernet and
 //!   Linux cooked captures needs N ≤ 255 when N ≤ 1500 ("LLC DSAP ...") and
 //!   N ≤ 65535 otherwise ("EtherType ..."), and N ≤ 65535 on DLT_LINUX_SLL2;
-//!   `iso proto N` needs N ≤ 255 and `isis proto N` N ≤ 31 (both are
-//!   otherwise not supported yet). 1.10.3 compiles these into tests that
+//!   `iso proto N` needs N ≤ 255 and `isis proto N` N ≤ 31. 1.10.3
+//!   compiles these into tests that
 //!   can never hold (or that compare a truncated value). The error's span
 //!   is the offending value;
 //! - **`byte IDX & V` and `byte IDX | V`** (libpcap commit 82724cc7, "Fix
 //!   the | and & operators of the byte primitive"): 1.10.3 never loads the
 //!   byte and tests whatever the accumulator holds; sift loads the byte as
 //!   master does, so `&` is "bits intersect" (`(byte & V) != 0`) and `|` is
-//!   `(byte | V) != 0`, and a packet too short for the byte is rejected.
+//!   `(byte | V) != 0`, and a packet too short for the byte is rejected;
+//! - **DECnet addresses** are `AREA.NODE` only, as in master (TESTrun
+//!   `reject_decnet_1`, `reject_inv_qual_decnet_net_*`): 1.10.3 also takes
+//!   a plain number (`decnet host 1034`) and an IPv4 prefix or mask
+//!   (`decnet net 1.2.3.0/24`); sift says "invalid DECnet address '1034'"
+//!   and "'decnet' is not a valid qualifier for 'net'".
+//!
+//! And where sift keeps 1.10.3's verdicts although master changed them
+//! (master rejects nothing 1.10.3 accepts there):
+//!
+//! - **IS-IS PDU types**: `isis proto N`, `l1`, `l2`, `iih`, `lsp`, `snp`,
+//!   `csnp`, `psnp` compare the whole PDU type byte, as 1.10.3; master
+//!   masks it with 0x1f first ("Use the correct bit mask for IS-IS PDU
+//!   type value"), so a PDU type byte with any of its 3 reserved high bits
+//!   set matches in master only.
 
 mod arith;
 mod encap;
