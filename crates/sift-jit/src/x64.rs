@@ -21,7 +21,9 @@
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
 //!
 //! Every packet load is preceded by one unsigned compare of its end offset
-//! with the captured length, jumping to a shared `return 0` on failure;
+//! with the captured length, jumping to a shared `return 0` on failure
+//! (absolute loads that every path to them has already checked, such as
+//! `ldh [12]` repeated in each alternative of `ip or ip6 or arp`, skip it);
 //! `div x`/`mod x` with `X == 0` return 0, as do `div #0`/`mod #0`; shifts
 //! by `X >= 32` give 0; constant shifts act modulo 32; after 64 backward
 //! jumps the run returns 0; running off the end returns 0.
@@ -328,6 +330,53 @@ fn a_live_in(prog: &[Insn], has_backward: bool) -> Vec<bool> {
     live
 }
 
+/// For each instruction, a captured length the packet is known to have
+/// when the instruction runs: every path to it passed an absolute load (or
+/// `ldx 4*([k]&0xf)`) ending at or beyond that length, whose bounds check
+/// would otherwise have rejected the packet. Loads ending within it need no
+/// check. All zeros in programs with backward jumps.
+fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
+    let len = prog.len();
+    if has_backward {
+        return vec![0; len];
+    }
+    // None: no path reaches the instruction (yet).
+    let mut known: Vec<Option<u64>> = vec![None; len];
+    if let Some(first) = known.first_mut() {
+        *first = Some(0);
+    }
+    for pc in 0..len {
+        let insn = prog[pc];
+        let c = insn.code;
+        let k_in = known[pc].unwrap_or(0);
+        let abs_end = if c & 0x07 == LD && c & 0xe0 == ABS && is_packet_load(c) {
+            Some(u64::from(insn.k) + u64::from(Width::of(c).bytes()))
+        } else if c == LDX | B | MSH {
+            Some(u64::from(insn.k) + 1)
+        } else {
+            None
+        };
+        let out = abs_end.map_or(k_in, |end| k_in.max(end));
+        let mut flow = |to: usize| {
+            if let Some(slot) = known.get_mut(to) {
+                *slot = Some(slot.map_or(out, |v| v.min(out)));
+            }
+        };
+        match c & 0x07 {
+            RET => {}
+            JMP if c & 0xf0 == JA => flow(ja_target(pc, insn)),
+            JMP => {
+                let (t, f) = cond_targets(pc, insn);
+                flow(t);
+                flow(f);
+            }
+            ALU if matches!(c & 0xf0, DIV | MOD) && c & X == 0 && insn.k == 0 => {}
+            _ => flow(pc + 1),
+        }
+    }
+    known.into_iter().map(|k| k.unwrap_or(0)).collect()
+}
+
 /// Compiles a program that `sift_bpf::interp::Program::new` accepted.
 /// Returns `None` only if the code would be too large for 32-bit jumps.
 pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
@@ -371,6 +420,7 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
         }
     }
     let live = a_live_in(prog, has_backward);
+    let known = known_lengths(prog, has_backward);
     // fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
     let mut fused = vec![false; len];
     for pc in 0..len.saturating_sub(1) {
@@ -435,7 +485,14 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
         match c & 0x07 {
             LD if is_packet_load(c) => {
                 let width = Width::of(c);
-                let m = packet_operand(&mut asm, c & 0xe0 == IND, k, width.bytes(), reject);
+                let m = packet_operand(
+                    &mut asm,
+                    c & 0xe0 == IND,
+                    k,
+                    width.bytes(),
+                    known[pc],
+                    reject,
+                );
                 if fused[pc] {
                     let j = prog[pc + 1];
                     let (t, f) = cond_targets(pc + 1, j);
@@ -455,7 +512,7 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
                 LEN => asm.mov_rr(RCX, wire),
                 MEM => asm.op_mem(None, false, &[0x8b], RCX, scratch(k)),
                 MSH => {
-                    let m = packet_operand(&mut asm, false, k, 1, reject);
+                    let m = packet_operand(&mut asm, false, k, 1, known[pc], reject);
                     asm.op_mem(None, false, &[0x0f, 0xb6], RCX, m); // movzx ecx, byte [m]
                     asm.alu_ri(false, 4, RCX, 0xf);
                     asm.op_rr(None, false, &[0xc1], 4, RCX); // shl ecx, 2
@@ -503,8 +560,16 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
 }
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
-/// `indexed`) and returns the memory operand addressing it.
-fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize) -> Mem {
+/// `indexed`; none for an absolute load ending within `known`, see
+/// [`known_lengths`]) and returns the memory operand addressing it.
+fn packet_operand(
+    asm: &mut Asm,
+    indexed: bool,
+    k: u32,
+    size: u32,
+    known: u64,
+    reject: usize,
+) -> Mem {
     if indexed {
         // r9 = X + k in 64 bits (X's upper half is 0: no wrap-around).
         if k <= i32::MAX as u32 - 4 {
@@ -544,7 +609,9 @@ fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize
         }
     } else {
         let end = u64::from(k) + u64::from(size);
-        if end <= i32::MAX as u64 {
+        if end <= known {
+            // Every path here checked a length of at least `end`.
+        } else if end <= i32::MAX as u64 {
             asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
         } else {
             // end < 2^33; mov r9d zero-extends only up to 2^32 - 1.
@@ -553,7 +620,9 @@ fn packet_operand(asm: &mut Asm, indexed: bool, k: u32, size: u32, reject: usize
             asm.bytes(&end.to_le_bytes()); // mov r9, imm64
             asm.op_rr(None, true, &[0x39], R9, RSI); // cmp rsi, r9
         }
-        asm.jcc(Cc::B, reject);
+        if end > known {
+            asm.jcc(Cc::B, reject);
+        }
         if k <= i32::MAX as u32 {
             Mem {
                 base: RDI,
@@ -837,6 +906,29 @@ mod tests {
             },
         );
         assert_eq!(a.code, [0x66, 0x81, 0x7f, 0x0c]); // cmp word [rdi+12], imm16
+    }
+
+    #[test]
+    fn known_lengths_take_the_minimum_over_paths() {
+        let p = [
+            Insn::stmt(LD | H | ABS, 12),           // 0: needs 14
+            Insn::jump(JMP | JEQ | K, 0x800, 0, 2), // 1
+            Insn::stmt(LD | B | ABS, 23),           // 2: needs 24
+            Insn::jump(JMP | JEQ | K, 6, 2, 0),     // 3 -> 6 or 4
+            Insn::stmt(LD | H | ABS, 12),           // 4: from 1 (14) and 3 (24)
+            Insn::stmt(RET | K, 0),                 // 5
+            Insn::stmt(LDX | B | MSH, 14),          // 6: 24
+            Insn::stmt(RET | K, 1),                 // 7: 24
+        ];
+        assert_eq!(known_lengths(&p, false), [0, 14, 14, 24, 14, 14, 24, 24]);
+        assert_eq!(known_lengths(&p, true), [0; 8]);
+        // div #0 ends the run: nothing flows to the next instruction.
+        let q = [
+            Insn::stmt(LD | W | ABS, 100),
+            Insn::stmt(ALU | DIV | K, 0),
+            Insn::stmt(RET | A, 0),
+        ];
+        assert_eq!(known_lengths(&q, false), [0, 104, 0]);
     }
 
     #[test]
