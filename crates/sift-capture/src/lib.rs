@@ -27,6 +27,8 @@
 //! Live capture needs root or CAP_NET_RAW ([`Error::Permission`]).
 
 #![warn(missing_docs)]
+// All unsafe code lives in `sys` (FFI: sockets, mmap, poll, signals).
+#![deny(unsafe_code)]
 
 pub mod frame;
 mod run;
@@ -40,7 +42,7 @@ use std::os::fd::OwnedFd;
 use frame::{FrameHeader, Framing};
 use sift::{Filter, Insn};
 
-pub use run::{capture_main, capture_with, CaptureArgs};
+pub use run::{capture_main, capture_with, open_capture, worker_path, CaptureArgs};
 
 /// LINKTYPE/DLT value of Ethernet.
 pub const DLT_EN10MB: u32 = 1;
