@@ -9,7 +9,9 @@
 //! `ecx`, `edx` are scratch (bounds checks, `div`, shift counts).
 //!
 //! The predicate tree becomes jumps between an accept and a reject exit,
-//! each test falling through to whatever code comes next. A test of a
+//! each test falling through to whatever code comes next. Absolute loads
+//! skip their bounds check when every path to them has checked a length
+//! at least as large (tracked through `and`/`or`/`not`). A test of a
 //! packet load against a constant (`==` or `&`) compares the bytes in
 //! memory with the constant in network order.
 //!
@@ -106,6 +108,9 @@ fn width(size: Size) -> Width {
 struct Ctx {
     asm: Asm,
     reject: usize,
+    /// A captured length checked on every path to the code being emitted:
+    /// absolute loads ending within it need no bounds check.
+    known: u64,
 }
 
 impl Ctx {
@@ -116,46 +121,72 @@ impl Ctx {
 
     /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
     /// label bound right after this code.
-    fn pred(&mut self, p: &Pred, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
+    /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
+    /// label bound right after this code. `self.known` on entry is a
+    /// captured length every path here has checked; returns the lengths
+    /// checked on every path to `t` and to `f`.
+    fn pred(
+        &mut self,
+        p: &Pred,
+        t: usize,
+        f: usize,
+        next: usize,
+        depth: u32,
+    ) -> Option<(u64, u64)> {
         let depth = depth.checked_sub(1)?;
-        match p {
+        let known = self.known;
+        Some(match p {
             Pred::True => {
                 if t != next {
                     self.asm.jmp(t);
                 }
+                (known, known)
             }
             Pred::False => {
                 if f != next {
                     self.asm.jmp(f);
                 }
+                (known, known)
             }
-            Pred::Not(q) => self.pred(q, f, t, next, depth)?,
+            Pred::Not(q) => {
+                let (kt, kf) = self.pred(q, f, t, next, depth)?;
+                (kf, kt)
+            }
             Pred::And(v) | Pred::Or(v) => {
                 let is_and = matches!(p, Pred::And(_));
                 let Some((last, init)) = v.split_last() else {
                     // Empty and = true, empty or = false.
-                    return self.pred(
-                        if is_and { &Pred::True } else { &Pred::False },
-                        t,
-                        f,
-                        next,
-                        depth,
-                    );
+                    let p = if is_and { &Pred::True } else { &Pred::False };
+                    return self.pred(p, t, f, next, depth);
                 };
+                // The exit the children share: f for and, t for or.
+                let mut shared = u64::MAX;
                 for q in init {
                     let after = self.new_label();
-                    if is_and {
-                        self.pred(q, after, f, after, depth)?;
+                    let (kt, kf) = if is_and {
+                        self.pred(q, after, f, after, depth)?
                     } else {
-                        self.pred(q, t, after, after, depth)?;
-                    }
+                        self.pred(q, t, after, after, depth)?
+                    };
                     self.asm.bind(after);
+                    // The next child runs on the other exit.
+                    let (go_on, out) = if is_and { (kt, kf) } else { (kf, kt) };
+                    shared = shared.min(out);
+                    self.known = go_on;
                 }
-                self.pred(last, t, f, next, depth)?;
+                let (kt, kf) = self.pred(last, t, f, next, depth)?;
+                if is_and {
+                    (kt, shared.min(kf))
+                } else {
+                    (shared.min(kt), kf)
+                }
             }
-            Pred::Test(test) => self.test(test, t, f, next, depth)?,
-        }
-        Some(())
+            Pred::Test(test) => {
+                self.test(test, t, f, next, depth)?;
+                // Every load of a test runs before either exit.
+                (self.known, self.known)
+            }
+        })
     }
 
     fn test(&mut self, test: &Test, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
@@ -265,15 +296,19 @@ impl Ctx {
     /// Bounds check of an absolute load (`rax` as scratch) and its operand.
     fn abs_operand(&mut self, k: u32, size: u32) -> Mem {
         let end = u64::from(k) + u64::from(size);
-        if end <= i32::MAX as u64 {
-            self.asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
-        } else {
-            self.asm.rex(true, 0, 0, RAX);
-            self.asm.byte(0xb8);
-            self.asm.bytes(&end.to_le_bytes()); // mov rax, imm64
-            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+        if end > self.known {
+            if end <= i32::MAX as u64 {
+                self.asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
+            } else {
+                self.asm.rex(true, 0, 0, RAX);
+                self.asm.byte(0xb8);
+                self.asm.bytes(&end.to_le_bytes()); // mov rax, imm64
+                self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+            }
+            self.asm.jcc(Cc::B, self.reject);
+            // Past this point the packet has at least `end` bytes.
+            self.known = end;
         }
-        self.asm.jcc(Cc::B, self.reject);
         if k <= i32::MAX as u32 {
             Mem {
                 base: RDI,
@@ -486,6 +521,7 @@ fn emit(pred: &Pred, accept: u32, short: Vec<bool>) -> Option<Asm> {
             short,
         },
         reject: 0,
+        known: 0,
     };
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
