@@ -660,14 +660,20 @@ fn kernel_drops_are_counted_and_accumulated() {
     assert_eq!(second.captured, captured);
 }
 
-#[test]
-fn same_records_as_tcpdump_on_the_same_traffic() {
-    let pair = setup_or_skip!();
+/// Captures `sent` with sift (`cfg`, `filter`) while tcpdump captures the
+/// same traffic on `iface` with the same filter; returns (sift's records,
+/// tcpdump's records) as (data, wire length), or `None` without tcpdump.
+fn side_by_side_with_tcpdump(
+    pair: &Pair,
+    iface: &str,
+    cfg: Config,
+    filter: &'static str,
+    sent: Vec<Vec<u8>>,
+) -> Option<(Vec<(Vec<u8>, u32)>, Vec<(Vec<u8>, u32)>)> {
     if Command::new("tcpdump").arg("--version").output().is_err() {
         eprintln!("SKIPPED: tcpdump is not installed");
-        return;
+        return None;
     }
-    let (sent, want) = frames();
     let dir = std::env::temp_dir().join(format!(
         "sift-capture-{}-{}",
         std::process::id(),
@@ -678,22 +684,23 @@ fn same_records_as_tcpdump_on_the_same_traffic() {
     // tcpdump in the capturing namespace, packet-buffered; it says
     // "listening on" once its socket is bound.
     let mut td = Command::new("ip")
-        .args([
-            "netns", "exec", &pair.b, "tcpdump", "-i", &pair.vb, "-U", "-w",
-        ])
+        .args(["netns", "exec", &pair.b, "tcpdump", "-i", iface, "-U", "-w"])
         .arg(&theirs)
-        .arg(FILTER)
+        .arg(filter)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut err = std::io::BufReader::new(td.stderr.take().unwrap());
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(line.contains("listening on"), "tcpdump: {line}");
-    let mut cfg = Config::new(&pair.vb);
-    cfg.ring = small_ring();
-    let (got, _, _) = capture_until_marker(&pair, cfg, Some(FILTER), sent.clone());
+    while !line.contains("listening on") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0,
+            "tcpdump exited"
+        );
+    }
+    let (got, _, _) = capture_until_marker(pair, cfg, Some(filter), sent);
     // Stop tcpdump once it has written the marker too (bounded wait).
     let end = Instant::now() + Duration::from_secs(20);
     let mut records = Vec::new();
@@ -716,7 +723,21 @@ fn same_records_as_tcpdump_on_the_same_traffic() {
         libc::kill(td.id() as i32, libc::SIGINT);
     }
     let _ = td.wait();
-    let ours: Vec<(Vec<u8>, u32)> = got.into_iter().map(|(d, l, _)| (d, l)).collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    Some((got.into_iter().map(|(d, l, _)| (d, l)).collect(), records))
+}
+
+#[test]
+fn same_records_as_tcpdump_on_the_same_traffic() {
+    let pair = setup_or_skip!();
+    let (sent, want) = frames();
+    let mut cfg = Config::new(&pair.vb);
+    cfg.ring = small_ring();
+    let vb = pair.vb.clone();
+    let Some((ours, records)) = side_by_side_with_tcpdump(&pair, &vb, cfg, FILTER, sent.clone())
+    else {
+        return;
+    };
     assert_eq!(ours.len(), want.len());
     // One known difference: libpcap's live-capture code tests `vlan` on the
     // kernel's VLAN metadata and runs the rest of the filter on the frame
@@ -731,7 +752,24 @@ fn same_records_as_tcpdump_on_the_same_traffic() {
     );
     let offline = sift::Filter::new(FILTER, &sift::CompileOptions::default()).unwrap();
     assert!(!offline.matches(&sent[3], sent[3].len() as u32));
-    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn same_records_as_tcpdump_on_the_any_device() {
+    let pair = setup_or_skip!();
+    let (sent, _) = frames();
+    let mut cfg = Config::new("any");
+    cfg.ring = small_ring();
+    let Some((ours, records)) =
+        side_by_side_with_tcpdump(&pair, "any", cfg, "udp dst port 1000", sent)
+    else {
+        return;
+    };
+    assert_eq!(ours.len(), 7);
+    assert_eq!(
+        records, ours,
+        "tcpdump -i any and sift captured different records"
+    );
 }
 
 #[test]
