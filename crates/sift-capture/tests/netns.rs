@@ -660,6 +660,9 @@ fn kernel_drops_are_counted_and_accumulated() {
     assert_eq!(second.captured, captured);
 }
 
+/// Captured records: (data, wire length).
+type Records = Vec<(Vec<u8>, u32)>;
+
 /// Captures `sent` with sift (`cfg`, `filter`) while tcpdump captures the
 /// same traffic on `iface` with the same filter; returns (sift's records,
 /// tcpdump's records) as (data, wire length), or `None` without tcpdump.
@@ -669,7 +672,7 @@ fn side_by_side_with_tcpdump(
     cfg: Config,
     filter: &'static str,
     sent: Vec<Vec<u8>>,
-) -> Option<(Vec<(Vec<u8>, u32)>, Vec<(Vec<u8>, u32)>)> {
+) -> Option<(Records, Records)> {
     if Command::new("tcpdump").arg("--version").output().is_err() {
         eprintln!("SKIPPED: tcpdump is not installed");
         return None;
