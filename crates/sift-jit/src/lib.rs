@@ -28,10 +28,23 @@
 //! }
 //! ```
 //!
+//! [`JitFilter::from_pred`] compiles a `sift_ir::Pred` straight to machine
+//! code (no cBPF in between) with the semantics of `sift_ir::eval`.
+//!
+//! What the generated code does: A and X live in `eax`/`ecx`, the packet
+//! pointer and captured length in `rdi`/`rsi`, scratch memory in the stack
+//! red zone (only the words a program reads are zeroed); each load has one
+//! bounds compare, none when every path already checked a longer length;
+//! loads byte-swap with `bswap`/`rol`; a load followed by `jeq`/`jset` on a
+//! constant compares the packet bytes with the constant in network order
+//! when A is dead afterwards; branches fall through to the next block and
+//! use 8-bit displacements where they fit.
+//!
 //! Code pages are mapped read + write while the code is copied in, then
-//! read + execute; never both writable and executable. On targets other
-//! than x86-64 Linux the crate compiles and [`JitFilter::from_program`]
-//! returns [`JitError::Unsupported`].
+//! read + execute; never both writable and executable. Small filters reuse
+//! pages from a process-wide pool, so installing one costs one `mprotect`.
+//! On targets other than x86-64 Linux the crate compiles and
+//! [`JitFilter::from_program`] returns [`JitError::Unsupported`].
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
