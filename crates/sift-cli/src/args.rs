@@ -9,6 +9,22 @@ use std::fmt;
 pub struct Args {
     /// `-r FILE` (`-` = stdin).
     pub read: Option<String>,
+    /// `-i IFACE`: capture live (`any` = every interface, cooked).
+    pub interface: Option<String>,
+    /// `-D`: list the interfaces live capture can use.
+    pub list_interfaces: bool,
+    /// `-p`: do not put the interface into promiscuous mode.
+    pub no_promisc: bool,
+    /// `-U`: flush the output after every packet.
+    pub packet_buffered: bool,
+    /// `-B KiB`: capture ring size.
+    pub buffer_kib: Option<u32>,
+    /// `--ring-block-size BYTES` (a power of two, multiple of the page size).
+    pub ring_block_size: Option<u32>,
+    /// `--ring-timeout MS`: the kernel hands over a non-full block after MS ms.
+    pub ring_timeout_ms: Option<u32>,
+    /// `--fanout N`: N capture threads joined in a PACKET_FANOUT group.
+    pub fanout: Option<usize>,
     /// `-w FILE` (`-` = stdout).
     pub write: Option<String>,
     /// `-c N`: stop after N matching packets.
@@ -51,7 +67,7 @@ impl fmt::Display for ArgError {
 
 /// Options of tcpdump's that sift accepts and ignores (they only change
 /// printing or name resolution, which sift's summary lines do not do).
-const IGNORED_FLAGS: &[char] = &['n', 'N', 'O', 'U', 'v', 'e', 't', 'S', 'x', 'X', 'A', 'l', 'p', 'K', '#'];
+const IGNORED_FLAGS: &[char] = &['n', 'N', 'O', 'v', 'e', 't', 'S', 'x', 'X', 'A', 'l', 'K', '#'];
 
 fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, ArgError> {
     v.parse().map_err(|_| ArgError(format!("invalid number '{v}' for {flag}")))
@@ -84,6 +100,14 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
             };
             match name {
                 "count" => a.count = true,
+                "interface" => a.interface = Some(value(&mut i)?),
+                "list-interfaces" => a.list_interfaces = true,
+                "no-promiscuous-mode" => a.no_promisc = true,
+                "packet-buffered" => a.packet_buffered = true,
+                "buffer-size" => a.buffer_kib = Some(number("--buffer-size", &value(&mut i)?)?),
+                "ring-block-size" => a.ring_block_size = Some(number("--ring-block-size", &value(&mut i)?)?),
+                "ring-timeout" => a.ring_timeout_ms = Some(number("--ring-timeout", &value(&mut i)?)?),
+                "fanout" => a.fanout = Some(number("--fanout", &value(&mut i)?)?),
                 "engine" => a.engine = Some(value(&mut i)?),
                 "bpf-file" => a.bpf_file = Some(value(&mut i)?),
                 "linktype" => a.linktype = Some(value(&mut i)?),
@@ -120,6 +144,11 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                 };
                 match f {
                     'r' => a.read = Some(arg_value(&mut i)?),
+                    'i' => a.interface = Some(arg_value(&mut i)?),
+                    'B' => a.buffer_kib = Some(number("-B", &arg_value(&mut i)?)?),
+                    'D' => a.list_interfaces = true,
+                    'p' => a.no_promisc = true,
+                    'U' => a.packet_buffered = true,
                     'w' => a.write = Some(arg_value(&mut i)?),
                     'c' => a.max_packets = Some(number("-c", &arg_value(&mut i)?)?),
                     'y' => a.linktype = Some(arg_value(&mut i)?),
@@ -181,6 +210,16 @@ mod tests {
         let a = p(&["-r", "x", "--", "-d"]);
         assert_eq!(a.expr, ["-d"]);
         assert_eq!(a.dump, 0);
+    }
+
+    #[test]
+    fn live_capture_flags() {
+        let a = p(&["-i", "eth0", "-pU", "-B", "4096", "--fanout", "2", "-w", "x.pcap", "udp"]);
+        assert_eq!(a.interface.as_deref(), Some("eth0"));
+        assert!(a.no_promisc && a.packet_buffered);
+        assert_eq!(a.buffer_kib, Some(4096));
+        assert_eq!(a.fanout, Some(2));
+        assert!(p(&["-D"]).list_interfaces);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: sift [-dq] [-c count] [-F file] [-r file] [-s snaplen] [-w file] [-y linktype]
+usage: sift [-dDpqU] [-B KiB] [-c count] [-F file] [-i iface] [-r file] [-s snaplen] [-w file] [-y linktype]
             [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
             [expression]
        sift explain [-y linktype] [-s snaplen] expression
@@ -26,6 +26,11 @@ usage: sift [-dq] [-c count] [-F file] [-r file] [-s snaplen] [-w file] [-y link
        sift bench [--workload KIND|FILE] [--filters ...] [--engines ...] [--json] [--svg FILE]
 
   -r FILE      read packets from a pcap/pcapng file ('-' = stdin)
+  -i IFACE     capture live from IFACE ('any' = all, cooked); needs root or CAP_NET_RAW
+  -D           list interfaces for -i
+  -p -U -B KiB no promiscuous mode / flush per packet / ring size (live capture)
+  --fanout N   N capture threads (PACKET_FANOUT by flow), one output file each (-w out.pcap → out.N.pcap)
+  --ring-block-size BYTES, --ring-timeout MS   TPACKET_V3 ring geometry and block retire timeout
   -w FILE      write matching packets as pcap ('-' = stdout)
   -c N         stop after N matching packets
   -d/-dd/-ddd  print the compiled classic BPF program (tcpdump's three formats) and exit
@@ -178,7 +183,20 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
         Some(name) => name.parse().map_err(Fail)?,
         None => Engine::default(),
     };
+    if a.list_interfaces {
+        let listing = sift_capture::interface_listing().map_err(|e| Fail(format!("listing interfaces: {e}")))?;
+        io::stdout().lock().write_all(listing.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let expr = expression(a)?;
+    if let Some(iface) = &a.interface {
+        if a.read.is_some() {
+            return Err(Fail("give either -i (live capture) or -r (a file), not both".into()));
+        }
+        if a.dump == 0 {
+            return live_capture(a, iface, &expr);
+        }
+    }
     let capture = a.read.as_deref().map(open_capture).transpose()?;
 
     if a.dump > 0 {
@@ -212,6 +230,37 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
         return Err(Fail(format!("nothing to do: give -r FILE to filter a capture, or -d to print the program\n{USAGE}")));
     };
     filter_capture(a, &expr, engine, &capture)
+}
+
+/// `sift -i IFACE`: live capture through sift-capture's TPACKET_V3 ring.
+fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
+    if a.bpf_file.is_some() || a.engine.is_some() {
+        return Err(Fail("--bpf-file and --engine are not available with -i yet".into()));
+    }
+    let mut c = sift_capture::CaptureArgs::new(iface);
+    c.expression = expr.to_string();
+    c.snaplen = a.snaplen.unwrap_or(0);
+    c.promisc = !a.no_promisc;
+    c.count = a.max_packets;
+    c.write = a.write.as_ref().map(std::path::PathBuf::from);
+    c.packet_buffered = a.packet_buffered;
+    c.nano = a.nano;
+    c.quiet = a.quiet;
+    if let Some(size) = a.ring_block_size {
+        c.ring.block_size = size;
+    }
+    if let Some(kib) = a.buffer_kib {
+        let bytes = u64::from(kib) * 1024;
+        c.ring.block_count = u32::try_from((bytes / u64::from(c.ring.block_size)).max(1)).unwrap_or(u32::MAX);
+    }
+    if let Some(ms) = a.ring_timeout_ms {
+        c.ring.block_timeout_ms = ms;
+    }
+    if let Some(n) = a.fanout {
+        c.fanout = n;
+    }
+    sift_capture::capture_main(&c).map_err(Fail)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Result<ExitCode, Fail> {
