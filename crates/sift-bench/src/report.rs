@@ -202,16 +202,31 @@ pub fn svg_chart(results: &[Measurement]) -> String {
     for (pi, (w, filters, group_w)) in panels.iter().enumerate() {
         let y0 = top + panel_total * pi as f64;
         let base_y = y0 + title_h + panel_h;
-        let max = results
-            .iter()
-            .filter(|r| r.workload == *w && r.max_mpps.is_finite())
+        // Logarithmic scale over whole decades: engines differ by orders
+        // of magnitude (accept-all vs. a 200-connection filter).
+        let finite = |v: f64| v.is_finite() && v > 0.0;
+        let mine = || results.iter().filter(|r| r.workload == *w);
+        let max = mine()
             .map(|r| r.max_mpps)
-            .fold(0.0f64, f64::max)
-            .max(1e-9);
-        let scale = panel_h / (max * 1.05);
+            .filter(|v| finite(*v))
+            .fold(f64::MIN_POSITIVE, f64::max);
+        let min = mine()
+            .map(|r| r.min_mpps)
+            .filter(|v| finite(*v))
+            .fold(max, f64::min);
+        let lo_dec = min.log10().floor();
+        let hi_dec = max.log10().ceil().max(lo_dec + 1.0);
+        let y_of = |v: f64| -> f64 {
+            let l = if finite(v) {
+                v.log10().clamp(lo_dec, hi_dec)
+            } else {
+                lo_dec
+            };
+            base_y - (l - lo_dec) / (hi_dec - lo_dec) * panel_h
+        };
         let _ = writeln!(
             s,
-            r#"<text x="{left:.1}" y="{:.1}" font-size="14" font-weight="bold">{} — Mpps (bar: median, whisker: min–max)</text>"#,
+            r#"<text x="{left:.1}" y="{:.1}" font-size="14" font-weight="bold">{} — Mpps, log scale (bar: median, whisker: min–max)</text>"#,
             y0 + 18.0,
             xml_escape(w)
         );
@@ -226,20 +241,28 @@ pub fn svg_chart(results: &[Measurement]) -> String {
             r#"<line x1="{left:.1}" y1="{base_y:.1}" x2="{:.1}" y2="{base_y:.1}" stroke="black"/>"#,
             width - right
         );
-        for k in 0..=4 {
-            let v = max * 1.05 * f64::from(k) / 4.0;
-            let y = base_y - v * scale;
-            let _ = writeln!(
-                s,
-                r##"<line x1="{left:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
-                width - right
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v:.1}</text>"#,
-                left - 4.0,
-                y + 4.0
-            );
+        let mut dec = lo_dec;
+        while dec <= hi_dec {
+            for m in [1.0, 2.0, 5.0] {
+                let v = m * 10f64.powf(dec);
+                if v.log10() > hi_dec + 1e-9 {
+                    break;
+                }
+                let y = y_of(v);
+                let _ = writeln!(
+                    s,
+                    r##"<line x1="{left:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}"/>"##,
+                    width - right,
+                    if m == 1.0 { "#bbb" } else { "#eee" }
+                );
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{v}</text>"#,
+                    left - 4.0,
+                    y + 4.0
+                );
+            }
+            dec += 1.0;
         }
         for (fi, f) in filters.iter().enumerate() {
             let gx = left + group_w * fi as f64 + group_gap / 2.0;
@@ -254,7 +277,8 @@ pub fn svg_chart(results: &[Measurement]) -> String {
                     continue;
                 }
                 let x = gx + bar_w * ei as f64;
-                let hgt = r.median_mpps * scale;
+                let top_y = y_of(r.median_mpps);
+                let hgt = base_y - top_y;
                 let _ = writeln!(
                     s,
                     r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{hgt:.1}" fill="{}"><title>{} {} {}: {:.2} Mpps ({:.2}–{:.2})</title></rect>"#,
@@ -270,7 +294,7 @@ pub fn svg_chart(results: &[Measurement]) -> String {
                 );
                 if r.min_mpps.is_finite() && r.max_mpps.is_finite() {
                     let cx = x + (bar_w - 2.0) / 2.0;
-                    let (ylo, yhi) = (base_y - r.min_mpps * scale, base_y - r.max_mpps * scale);
+                    let (ylo, yhi) = (y_of(r.min_mpps), y_of(r.max_mpps));
                     let _ = writeln!(
                         s,
                         r#"<line x1="{cx:.1}" y1="{ylo:.1}" x2="{cx:.1}" y2="{yhi:.1}" stroke="black"/>"#
