@@ -197,6 +197,12 @@ pub const ENGINES: &[EngineSpec] = &[
         build: build_libpcap,
     },
     EngineSpec {
+        name: "jit",
+        default: true,
+        about: "sift's x86-64 JIT of the cBPF program (sift::Engine::Jit)",
+        build: |f, s| build_sift(f, s, sift::Engine::Jit),
+    },
+    EngineSpec {
         name: "interp",
         default: true,
         about: "sift's cBPF interpreter (sift::Engine::Interp)",
