@@ -203,7 +203,7 @@ const EXPRS: &[&str] = &[
     // DECnet hosts.
     "decnet src 1.2", "decnet dst 63.1023", "decnet host 10", "decnet net 1.2",
     "decnet src and dst 1.2", "decnet host 1.2 or 3.4", "decnet host 1.2 or 3", "decnet port 1.2",
-    "decnet host 0.0", "decnet 1.2",
+    "decnet host 0.0", "decnet 1.2", "decnet net 1.2.3.0/24", "decnet net 1.2.3.0 mask 255.255.255.0",
     // Not supported yet / errors.
     "gateway localhost", "ip protochain 6",
     "ether proto \\foo", "ip proto foo", "proto foo", "ip6 proto foo", "tcp proto 6",
@@ -234,8 +234,9 @@ const MASTER_RANGE_CHECKS: &[&str] =
 
 /// Is `msg` one of master's range-check errors?
 fn is_master_range_check(msg: &str) -> bool {
-    // Master takes only AREA.NODE as a DECnet address (1.10.3 also a number).
-    if msg.starts_with("invalid DECnet address") {
+    // Master takes only AREA.NODE as a DECnet address (1.10.3 also a
+    // number, an IPv4 prefix or an address with a mask).
+    if msg.starts_with("invalid DECnet address") || msg.starts_with("'decnet' is not a valid qualifier for") {
         return true;
     }
     MASTER_RANGE_CHECKS.iter().any(|name| msg.starts_with(name)) && msg.contains(" greater than maximum ")
