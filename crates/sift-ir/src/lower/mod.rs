@@ -197,48 +197,12 @@ pub(crate) fn wlan_dir_words(d: DirQual) -> (&'static str, bool) {
     }
 }
 
-/// The keyword of a protocol qualifier, for messages.
+/// The keyword of a protocol qualifier, for messages (`link` rather than
+/// the printer's `ether` for the link-layer qualifier, as libpcap says it).
 pub(crate) fn proto_name(p: ProtoQual) -> &'static str {
     match p {
         ProtoQual::Link => "link",
-        ProtoQual::Ip => "ip",
-        ProtoQual::Arp => "arp",
-        ProtoQual::Rarp => "rarp",
-        ProtoQual::Sctp => "sctp",
-        ProtoQual::Tcp => "tcp",
-        ProtoQual::Udp => "udp",
-        ProtoQual::Icmp => "icmp",
-        ProtoQual::Igmp => "igmp",
-        ProtoQual::Igrp => "igrp",
-        ProtoQual::Atalk => "atalk",
-        ProtoQual::Aarp => "aarp",
-        ProtoQual::Decnet => "decnet",
-        ProtoQual::Lat => "lat",
-        ProtoQual::Sca => "sca",
-        ProtoQual::Moprc => "moprc",
-        ProtoQual::Mopdl => "mopdl",
-        ProtoQual::Ip6 => "ip6",
-        ProtoQual::Icmp6 => "icmp6",
-        ProtoQual::Ah => "ah",
-        ProtoQual::Esp => "esp",
-        ProtoQual::Pim => "pim",
-        ProtoQual::Vrrp => "vrrp",
-        ProtoQual::Carp => "carp",
-        ProtoQual::Iso => "iso",
-        ProtoQual::Esis => "esis",
-        ProtoQual::Isis => "isis",
-        ProtoQual::Clnp => "clnp",
-        ProtoQual::Stp => "stp",
-        ProtoQual::Ipx => "ipx",
-        ProtoQual::Netbeui => "netbeui",
-        ProtoQual::L1 => "l1",
-        ProtoQual::L2 => "l2",
-        ProtoQual::Iih => "iih",
-        ProtoQual::Lsp => "lsp",
-        ProtoQual::Snp => "snp",
-        ProtoQual::Csnp => "csnp",
-        ProtoQual::Psnp => "psnp",
-        ProtoQual::Radio => "radio",
+        other => other.keyword(),
     }
 }
 
