@@ -77,7 +77,7 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, ArgError> {
 pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
     let mut a = Args::default();
     let mut i = 0;
-    let mut need = |i: &mut usize, flag: &str| -> Result<String, ArgError> {
+    let need = |i: &mut usize, flag: &str| -> Result<String, ArgError> {
         *i += 1;
         argv.get(*i).cloned().ok_or_else(|| ArgError(format!("option {flag} needs an argument")))
     };
@@ -92,7 +92,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            let mut value = |i: &mut usize| -> Result<String, ArgError> {
+            let value = |i: &mut usize| -> Result<String, ArgError> {
                 match &inline {
                     Some(v) => Ok(v.clone()),
                     None => need(i, &format!("--{name}")),
