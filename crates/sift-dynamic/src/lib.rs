@@ -1,0 +1,456 @@
+//! Dynamic filtering after the Swift paper (Wu, Xie, Wang): filters that
+//! change while packets flow, without recompiling.
+//!
+//! A [`DynamicFilter`] is an OR of **passes**; a pass is an AND of CISC
+//! [`Instr`]uctions, each one whole primitive (a field loaded at a direct
+//! offset or past the IPv4 header, compared for equality against a set of
+//! values, masked, against a range, ...). Passes are tried in order; the
+//! first whose instructions all hold accepts the packet. An out-of-bounds
+//! load anywhere rejects the packet at once, exactly as the static program of
+//! the equivalent expression ([`DynamicFilter::to_expr`]) would.
+//!
+//! **Hierarchical execution**: every instruction of a pass carries a
+//! "copied" mark when it is the very same instruction as the one at the same
+//! position in the previous pass (as after [`DynamicFilter::duplicate_pass`]).
+//! When the previous pass got past that position (everything before the
+//! failing instruction held, without aborting), a copied instruction is known
+//! to hold and is skipped.
+//!
+//! **Concurrency**: the filter publishes immutable snapshots through an
+//! [`arc_swap::ArcSwap`]; [`FilterHandle`]s (cheap to clone, `Send + Sync`)
+//! read the current snapshot without taking a lock, and an update becomes
+//! visible atomically. Snapshots share passes and instructions through
+//! `Arc`s, so an update copies the pass list (pointers) and the changed pass
+//! only; old snapshots are freed when the last reader lets go.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod model;
+mod translate;
+
+use std::fmt;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+pub use model::{Abort, Addr, Atom, Cmp, Field, Instr, Size, Source, ValueSet, SMALL_SET};
+pub use sift_ir::LinkType;
+pub use translate::MAX_PASSES;
+
+/// Why a translation or an update failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The expression does not compile.
+    Compile(String),
+    /// The expression compiles but does not fit passes of instructions; names
+    /// what does not fit. Run it with a static engine instead.
+    Unsupported(String),
+    /// No pass at this index.
+    NoSuchPass(usize),
+    /// No instruction at this index in the pass.
+    NoSuchInstr {
+        /// The pass.
+        pass: usize,
+        /// The instruction index.
+        instr: usize,
+    },
+    /// The instruction has no single comparison to update (values or constant).
+    NotUpdatable(&'static str),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Compile(m) => write!(f, "{m}"),
+            Error::Unsupported(m) => write!(f, "not expressible for the dynamic engine: {m}"),
+            Error::NoSuchPass(p) => write!(f, "no pass {p}"),
+            Error::NoSuchInstr { pass, instr } => write!(f, "no instruction {instr} in pass {pass}"),
+            Error::NotUpdatable(m) => write!(f, "instruction cannot be updated: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// One pass: an AND of instructions, with their copied marks.
+#[derive(Debug)]
+pub struct Pass {
+    instrs: Vec<Arc<Instr>>,
+    copied: Vec<bool>,
+}
+
+impl Pass {
+    fn new(instrs: Vec<Arc<Instr>>, prev: Option<&Pass>) -> Pass {
+        let copied = marks(&instrs, prev);
+        Pass { instrs, copied }
+    }
+
+    /// The instructions, in evaluation order.
+    pub fn instrs(&self) -> impl ExactSizeIterator<Item = &Instr> {
+        self.instrs.iter().map(|i| &**i)
+    }
+
+    /// The copied marks: `copied()[i]` when instruction `i` is the same as
+    /// the previous pass's instruction `i` (skipped when that one held).
+    pub fn copied(&self) -> &[bool] {
+        &self.copied
+    }
+
+    /// The pass as expression text.
+    pub fn to_expr(&self) -> String {
+        if self.instrs.is_empty() {
+            return "len >= 0".to_string();
+        }
+        let parts: Vec<String> = self.instrs.iter().map(|i| i.to_expr()).collect();
+        format!("({})", parts.join(" and "))
+    }
+}
+
+fn marks(instrs: &[Arc<Instr>], prev: Option<&Pass>) -> Vec<bool> {
+    instrs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| prev.and_then(|p| p.instrs.get(i)).is_some_and(|y| Arc::ptr_eq(x, y)))
+        .collect()
+}
+
+/// An immutable snapshot of a filter: what the packet path runs.
+#[derive(Debug, Default)]
+pub struct Program {
+    passes: Vec<Arc<Pass>>,
+}
+
+impl Program {
+    /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
+    #[inline]
+    pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        // How many leading instructions of the previous pass held.
+        let mut prev_held = 0usize;
+        for pass in &self.passes {
+            let mut held = 0usize;
+            let mut all = true;
+            for (i, (ins, &copied)) in pass.instrs.iter().zip(&pass.copied).enumerate() {
+                if !(copied && i < prev_held) {
+                    match ins.eval(data, wire_len) {
+                        Err(Abort) => return false,
+                        Ok(false) => {
+                            all = false;
+                            break;
+                        }
+                        Ok(true) => {}
+                    }
+                }
+                held += 1;
+            }
+            if all {
+                return true;
+            }
+            prev_held = held;
+        }
+        false
+    }
+
+    /// The passes, in evaluation order.
+    pub fn passes(&self) -> impl ExactSizeIterator<Item = &Pass> {
+        self.passes.iter().map(|p| &**p)
+    }
+
+    /// The equivalent expression: `(pass) or (pass) ...`; `len < 0` (never
+    /// true, no load) without passes.
+    pub fn to_expr(&self) -> String {
+        if self.passes.is_empty() {
+            return "len < 0".to_string();
+        }
+        let parts: Vec<String> = self.passes.iter().map(|p| p.to_expr()).collect();
+        parts.join(" or ")
+    }
+}
+
+/// A reader of a [`DynamicFilter`], for the packet path of any thread: it
+/// always runs the latest published snapshot, without locking.
+#[derive(Clone, Debug)]
+pub struct FilterHandle {
+    shared: Arc<ArcSwap<Program>>,
+}
+
+impl FilterHandle {
+    /// Does the packet match the current filter?
+    #[inline]
+    pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.shared.load().matches(data, wire_len)
+    }
+
+    /// The current snapshot (to run a batch of packets on one version).
+    pub fn snapshot(&self) -> Arc<Program> {
+        self.shared.load_full()
+    }
+}
+
+/// A filter that can be updated while other threads filter with it.
+///
+/// The owner is the (single) writer; [`DynamicFilter::handle`] gives readers.
+#[derive(Debug)]
+pub struct DynamicFilter {
+    linktype: LinkType,
+    current: Arc<Program>,
+    shared: Arc<ArcSwap<Program>>,
+}
+
+impl DynamicFilter {
+    /// An empty filter (no pass: rejects everything).
+    pub fn new(linktype: LinkType) -> DynamicFilter {
+        let current = Arc::new(Program::default());
+        DynamicFilter { linktype, shared: Arc::new(ArcSwap::new(current.clone())), current }
+    }
+
+    /// Translates `expr` (compiled for `linktype`) into passes, or says what
+    /// does not fit.
+    pub fn from_expr(expr: &str, linktype: LinkType) -> Result<DynamicFilter, Error> {
+        let opts = sift::CompileOptions { linktype, ..Default::default() };
+        let (_, pred) = sift::lower(expr, &opts).map_err(|e| Error::Compile(e.to_string()))?;
+        DynamicFilter::from_pred(&pred, linktype)
+    }
+
+    /// Translates a lowered predicate into passes.
+    pub fn from_pred(pred: &sift_ir::Pred, linktype: LinkType) -> Result<DynamicFilter, Error> {
+        let passes = translate::translate(pred).map_err(Error::Unsupported)?;
+        let mut f = DynamicFilter::new(linktype);
+        let mut out: Vec<Arc<Pass>> = Vec::with_capacity(passes.len());
+        for p in passes {
+            let pass = Pass::new(p, out.last().map(|p| &**p));
+            out.push(Arc::new(pass));
+        }
+        f.publish(out);
+        Ok(f)
+    }
+
+    /// The link type the filter's offsets are for.
+    pub fn linktype(&self) -> LinkType {
+        self.linktype
+    }
+
+    /// A reader for other threads.
+    pub fn handle(&self) -> FilterHandle {
+        FilterHandle { shared: self.shared.clone() }
+    }
+
+    /// The current snapshot.
+    pub fn program(&self) -> &Program {
+        &self.current
+    }
+
+    /// Does the packet match the current filter?
+    #[inline]
+    pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        self.current.matches(data, wire_len)
+    }
+
+    /// The equivalent expression (see [`Program::to_expr`]).
+    pub fn to_expr(&self) -> String {
+        self.current.to_expr()
+    }
+
+    /// Number of passes.
+    pub fn pass_count(&self) -> usize {
+        self.current.passes.len()
+    }
+
+    /// Pass `index`.
+    pub fn pass(&self, index: usize) -> Option<&Pass> {
+        self.current.passes.get(index).map(|p| &**p)
+    }
+
+    fn publish(&mut self, passes: Vec<Arc<Pass>>) {
+        let p = Arc::new(Program { passes });
+        self.shared.store(p.clone());
+        self.current = p;
+    }
+
+    fn check_pass(&self, pass: usize) -> Result<&Pass, Error> {
+        self.current.passes.get(pass).map(|p| &**p).ok_or(Error::NoSuchPass(pass))
+    }
+
+    /// Recomputes the marks of pass `at` (relative to `at - 1`) after a
+    /// neighbour changed; O(length of that pass).
+    fn relink(passes: &mut [Arc<Pass>], at: usize) {
+        let Some(p) = passes.get(at) else { return };
+        let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
+        let m = marks(&p.instrs, prev);
+        if m != p.copied {
+            let np = Pass { instrs: p.instrs.clone(), copied: m };
+            passes[at] = Arc::new(np);
+        }
+    }
+
+    /// Inserts a new pass of `instrs` at position `at` (0 = tried first;
+    /// `pass_count()` = last).
+    pub fn new_pass(&mut self, at: usize, instrs: Vec<Instr>) -> Result<(), Error> {
+        if at > self.pass_count() {
+            return Err(Error::NoSuchPass(at));
+        }
+        let mut passes = self.current.passes.clone();
+        let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
+        let pass = Pass::new(instrs.into_iter().map(Arc::new).collect(), prev);
+        passes.insert(at, Arc::new(pass));
+        Self::relink(&mut passes, at + 1);
+        self.publish(passes);
+        Ok(())
+    }
+
+    /// Deletes pass `at`.
+    pub fn delete_pass(&mut self, at: usize) -> Result<(), Error> {
+        self.check_pass(at)?;
+        let mut passes = self.current.passes.clone();
+        passes.remove(at);
+        Self::relink(&mut passes, at);
+        self.publish(passes);
+        Ok(())
+    }
+
+    /// Duplicates pass `at`: the copy is inserted right after it, every
+    /// instruction marked copied. Returns the copy's index.
+    pub fn duplicate_pass(&mut self, at: usize) -> Result<usize, Error> {
+        let p = self.check_pass(at)?;
+        let copy = Pass { instrs: p.instrs.clone(), copied: vec![true; p.instrs.len()] };
+        let mut passes = self.current.passes.clone();
+        passes.insert(at + 1, Arc::new(copy));
+        Self::relink(&mut passes, at + 2);
+        self.publish(passes);
+        Ok(at + 1)
+    }
+
+    /// Replaces instruction `instr` of pass `pass` with the result of `f`
+    /// applied to a copy (copy-on-write; the marks of this pass and the next
+    /// are updated).
+    fn update_instr(
+        &mut self,
+        pass: usize,
+        instr: usize,
+        f: impl FnOnce(&mut Instr) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let p = self.check_pass(pass)?;
+        let old = p.instrs.get(instr).ok_or(Error::NoSuchInstr { pass, instr })?;
+        let mut new = Instr::clone(old);
+        f(&mut new)?;
+        let mut instrs = p.instrs.clone();
+        instrs[instr] = Arc::new(new);
+        let mut copied = p.copied.clone();
+        copied[instr] = false;
+        let mut passes = self.current.passes.clone();
+        passes[pass] = Arc::new(Pass { instrs, copied });
+        Self::relink(&mut passes, pass + 1);
+        self.publish(passes);
+        Ok(())
+    }
+
+    /// Replaces instruction `instr` of pass `pass` (Swift's "select
+    /// operation").
+    pub fn replace_instr(&mut self, pass: usize, instr: usize, with: Instr) -> Result<(), Error> {
+        self.update_instr(pass, instr, |i| {
+            *i = with;
+            Ok(())
+        })
+    }
+
+    /// Adds `value` to the value set of an equality instruction (Swift's
+    /// "add parameter"). Adding a value already there changes nothing.
+    pub fn add_value(&mut self, pass: usize, instr: usize, value: u32) -> Result<(), Error> {
+        self.update_instr(pass, instr, |i| match i.cmp_mut() {
+            Some(Cmp::In(s)) => {
+                s.insert(value);
+                Ok(())
+            }
+            _ => Err(Error::NotUpdatable("not a set of values")),
+        })
+    }
+
+    /// Removes `value` from the value set of an equality instruction
+    /// (Swift's "remove parameter"); an emptied set never holds.
+    pub fn remove_value(&mut self, pass: usize, instr: usize, value: u32) -> Result<(), Error> {
+        self.update_instr(pass, instr, |i| match i.cmp_mut() {
+            Some(Cmp::In(s)) => {
+                s.remove(value);
+                Ok(())
+            }
+            _ => Err(Error::NotUpdatable("not a set of values")),
+        })
+    }
+
+    /// Replaces the constant of an instruction (Swift's "poke"): the set of
+    /// an equality becomes `{value}`; `>`, `>=` and bit tests take `value`.
+    pub fn poke(&mut self, pass: usize, instr: usize, value: u32) -> Result<(), Error> {
+        self.update_instr(pass, instr, |i| match i.cmp_mut() {
+            Some(c @ Cmp::In(_)) => {
+                *c = Cmp::eq(value);
+                Ok(())
+            }
+            Some(Cmp::Gt(k) | Cmp::Ge(k) | Cmp::AnyBits(k)) => {
+                *k = value;
+                Ok(())
+            }
+            Some(Cmp::Range(..)) => Err(Error::NotUpdatable("a range has two constants: replace the instruction")),
+            None => Err(Error::NotUpdatable("a compound instruction: replace it")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp4(sport: u16, dport: u16, cut: usize) -> Vec<u8> {
+        let mut p = vec![0u8; 54];
+        p[12] = 8;
+        p[14] = 0x45;
+        p[23] = 6;
+        p[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        p[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        p[34..36].copy_from_slice(&sport.to_be_bytes());
+        p[36..38].copy_from_slice(&dport.to_be_bytes());
+        p.truncate(cut);
+        p
+    }
+
+    #[test]
+    fn tcp_port_translates_to_power_instructions() {
+        let f = DynamicFilter::from_expr("tcp port 80", LinkType::EN10MB).unwrap();
+        assert_eq!(f.pass_count(), 2);
+        let kinds: Vec<&str> = f.pass(1).unwrap().instrs().map(|i| i.kind()).collect();
+        assert_eq!(kinds, ["ipv4-l4", "either"]);
+        assert!(f.matches(&tcp4(1, 80, 54), 54));
+        assert!(f.matches(&tcp4(80, 1, 54), 54));
+        assert!(!f.matches(&tcp4(1, 81, 54), 54));
+        // Source port matches before the cut: accepted; destination needed but cut: rejected.
+        assert!(f.matches(&tcp4(80, 1, 36), 54));
+        assert!(!f.matches(&tcp4(1, 80, 37), 54));
+    }
+
+    #[test]
+    fn updates_and_copied_marks() {
+        let mut f = DynamicFilter::from_expr("tcp port 80", LinkType::EN10MB).unwrap();
+        let h = f.handle();
+        assert!(!h.matches(&tcp4(1, 21, 54), 54));
+        f.add_value(1, 1, 21).unwrap();
+        assert!(h.matches(&tcp4(1, 21, 54), 54));
+        let d = f.duplicate_pass(1).unwrap();
+        assert_eq!(f.pass(d).unwrap().copied(), &[true, true]);
+        f.poke(d, 1, 443).unwrap();
+        assert_eq!(f.pass(d).unwrap().copied(), &[true, false]);
+        assert!(h.matches(&tcp4(443, 2, 54), 54));
+        f.remove_value(1, 1, 21).unwrap();
+        assert!(!h.matches(&tcp4(1, 21, 54), 54));
+        f.delete_pass(1).unwrap();
+        assert_eq!(f.pass(1).unwrap().copied(), &[false, false]);
+        assert!(!h.matches(&tcp4(1, 80, 54), 54));
+        assert!(h.matches(&tcp4(443, 2, 54), 54));
+        assert!(matches!(f.add_value(1, 0, 1), Err(Error::NotUpdatable(_))));
+        assert_eq!(f.delete_pass(9), Err(Error::NoSuchPass(9)));
+    }
+
+    #[test]
+    fn arithmetic_does_not_fit() {
+        let e = DynamicFilter::from_expr("ip[2:2] - ip[0] = 4", LinkType::EN10MB).unwrap_err();
+        assert!(matches!(&e, Error::Unsupported(m) if m.contains("arithmetic")), "{e}");
+    }
+}

@@ -1,0 +1,273 @@
+//! Translation of sift's predicate IR into passes of instructions.
+//!
+//! The translation is exact (same verdicts on every packet, truncated ones
+//! included):
+//! - `not` is pushed down to the tests (De Morgan keeps the evaluation order
+//!   and the short-circuits, hence the loads);
+//! - an `or` of passes stays an `or` of passes;
+//! - in an `and`, every conjunct but the last must be one instruction (a
+//!   test, a fused "power" test, or an `or` of single tests); the last may
+//!   be several passes and is distributed: `and(x, or(a, b))` becomes
+//!   `or(and(x, a), and(x, b))`. Re-running `x` in the second pass repeats
+//!   loads that already succeeded, so nothing changes; the copied marks then
+//!   skip it. An `or` followed by more conjuncts is refused: its later
+//!   branches would run again where the static program does not run them,
+//!   and could abort.
+
+use std::sync::Arc;
+
+use crate::model::{Addr, Atom, Cmp, Field, Instr, Size, Source, ValueSet};
+use sift_ir::{BinOp, CmpOp, Pred, Test, Value};
+
+/// The most passes a translation may produce.
+pub const MAX_PASSES: usize = 4096;
+
+/// A predicate after `not` was pushed to the leaves and tests became
+/// instructions.
+#[derive(Clone, Debug)]
+enum Node {
+    Instr(Instr),
+    And(Vec<Node>),
+    Or(Vec<Node>),
+}
+
+/// Translates a predicate into passes (an OR of ANDs of instructions).
+/// Instructions shared by consecutive passes are the same `Arc`.
+pub(crate) fn translate(pred: &Pred) -> Result<Vec<Vec<Arc<Instr>>>, String> {
+    let node = fuse(nnf(pred, false)?);
+    let passes = passes(&node)?;
+    Ok(passes)
+}
+
+fn nnf(p: &Pred, neg: bool) -> Result<Node, String> {
+    Ok(match p {
+        Pred::True if neg => Node::Or(Vec::new()),
+        Pred::True => Node::And(Vec::new()),
+        Pred::False if neg => Node::And(Vec::new()),
+        Pred::False => Node::Or(Vec::new()),
+        Pred::Not(q) => nnf(q, !neg)?,
+        Pred::And(v) | Pred::Or(v) => {
+            let kids = v.iter().map(|q| nnf(q, neg)).collect::<Result<Vec<_>, _>>()?;
+            if matches!(p, Pred::And(_)) != neg {
+                Node::And(kids)
+            } else {
+                Node::Or(kids)
+            }
+        }
+        Pred::Test(t) => {
+            let mut a = atom(t)?;
+            a.negate = neg;
+            Node::Instr(Instr::Test(a))
+        }
+    })
+}
+
+fn constant(v: &Value) -> Option<u32> {
+    match v {
+        Value::Const(k) => Some(*k),
+        _ => None,
+    }
+}
+
+/// `4 * (u8[k] & 0xf)` → `k`.
+fn ipv4_header_len(v: &Value) -> Option<u32> {
+    if let Value::Bin(BinOp::Shl, a, two) = v {
+        if constant(two) == Some(2) {
+            if let Value::Bin(BinOp::And, b, m) = &**a {
+                if constant(m) == Some(0xf) {
+                    if let Value::Load { size: Size::Byte, index, offset } = &**b {
+                        return match index.as_deref() {
+                            None => Some(*offset),
+                            Some(i) => constant(i)?.checked_add(*offset),
+                        };
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+fn field(v: &Value) -> Option<Field> {
+    match v {
+        Value::Len => Some(Field { source: Source::Len, mask: None }),
+        Value::Load { size, index, offset } => {
+            let addr = match index.as_deref() {
+                None => Addr::Direct(*offset),
+                Some(i) => match constant(i) {
+                    Some(k) => Addr::Direct(k.checked_add(*offset)?),
+                    None => Addr::Ipv4Payload { ihl_at: ipv4_header_len(i)?, offset: *offset },
+                },
+            };
+            Some(Field { source: Source::Load { size: *size, addr }, mask: None })
+        }
+        Value::Bin(BinOp::And, a, b) => {
+            let (f, m) = match (field(a), constant(b), constant(a), field(b)) {
+                (Some(f), Some(m), _, _) => (f, m),
+                (_, _, Some(m), Some(f)) => (f, m),
+                _ => return None,
+            };
+            match f.mask {
+                None => Some(f.masked(m)),
+                Some(m0) => Some(f.masked(m0 & m)),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn atom(t: &Test) -> Result<Atom, String> {
+    let unfit = || format!("`{t}` does not fit the instruction set (arithmetic or a computed operand)");
+    let f = field(&t.lhs).ok_or_else(unfit)?;
+    let k = constant(&t.rhs).ok_or_else(unfit)?;
+    let cmp = match t.op {
+        CmpOp::Eq => Cmp::eq(k),
+        CmpOp::Gt => Cmp::Gt(k),
+        CmpOp::Ge => Cmp::Ge(k),
+        CmpOp::Set => Cmp::AnyBits(k),
+    };
+    Ok(Atom::new(f, cmp))
+}
+
+fn as_test(n: &Node) -> Option<&Atom> {
+    match n {
+        Node::Instr(Instr::Test(a)) => Some(a),
+        _ => None,
+    }
+}
+
+/// Fuses consecutive conjuncts into power instructions and `or`s of single
+/// tests into one instruction, bottom-up.
+fn fuse(n: Node) -> Node {
+    match n {
+        Node::Instr(_) => n,
+        Node::And(v) => {
+            let v: Vec<Node> = v.into_iter().map(fuse).collect();
+            let mut out: Vec<Node> = Vec::with_capacity(v.len());
+            let mut i = 0;
+            while i < v.len() {
+                // Range: `f >= lo and not f > hi`.
+                if let (Some(a), Some(b)) = (as_test(&v[i]), v.get(i + 1).and_then(as_test)) {
+                    if let (Cmp::Ge(lo), Cmp::Gt(hi), false, true) = (&a.cmp, &b.cmp, a.negate, b.negate) {
+                        if a.field == b.field {
+                            out.push(Node::Instr(Instr::Test(Atom::new(a.field, Cmp::Range(*lo, *hi)))));
+                            i += 2;
+                            continue;
+                        }
+                    }
+                }
+                // IPv4 + protocol (+ not a fragment).
+                if let (Some(a), Some(b)) = (as_test(&v[i]), v.get(i + 1).and_then(as_test)) {
+                    let is_ip = !a.negate
+                        && a.field.mask.is_none()
+                        && matches!(a.field.source, Source::Load { size: Size::Half, addr: Addr::Direct(_) })
+                        && matches!(&a.cmp, Cmp::In(s) if *s == ValueSet::from_values([0x800]));
+                    let is_proto = !b.negate
+                        && b.field.mask.is_none()
+                        && matches!(b.field.source, Source::Load { size: Size::Byte, addr: Addr::Direct(_) })
+                        && matches!(b.cmp, Cmp::In(_));
+                    if is_ip && is_proto {
+                        let mut atoms = vec![a.clone(), b.clone()];
+                        let frag = v.get(i + 2).and_then(as_test).filter(|c| {
+                            c.negate
+                                && c.cmp == Cmp::AnyBits(0x1fff)
+                                && matches!(c.field.source, Source::Load { size: Size::Half, addr: Addr::Direct(_) })
+                        });
+                        if let Some(c) = frag {
+                            atoms.push(c.clone());
+                        }
+                        i += atoms.len();
+                        out.push(Node::Instr(Instr::All(atoms)));
+                        continue;
+                    }
+                }
+                out.push(v[i].clone());
+                i += 1;
+            }
+            if out.len() == 1 {
+                out.pop().unwrap_or(Node::And(Vec::new()))
+            } else {
+                Node::And(out)
+            }
+        }
+        Node::Or(v) => {
+            let v: Vec<Node> = v.into_iter().map(fuse).collect();
+            if v.len() == 1 {
+                return v.into_iter().next().unwrap_or(Node::Or(Vec::new()));
+            }
+            let atoms: Option<Vec<Atom>> = v.iter().map(|n| as_test(n).cloned()).collect();
+            match atoms {
+                Some(atoms) if !atoms.is_empty() => Node::Instr(or_of_atoms(atoms)),
+                _ => Node::Or(v),
+            }
+        }
+    }
+}
+
+/// One instruction for an `or` of tests: a set when all test one field for
+/// equality, "either" for `src or dst`, else a generic "any".
+fn or_of_atoms(atoms: Vec<Atom>) -> Instr {
+    let eq_only = atoms.iter().all(|a| !a.negate && matches!(a.cmp, Cmp::In(_)));
+    if eq_only && atoms.iter().all(|a| a.field == atoms[0].field) {
+        let mut set = ValueSet::from_values([]);
+        for a in &atoms {
+            if let Cmp::In(s) = &a.cmp {
+                for v in s.sorted() {
+                    set.insert(v);
+                }
+            }
+        }
+        return Instr::Test(Atom::new(atoms[0].field, Cmp::In(set)));
+    }
+    if let [a, b] = &atoms[..] {
+        if !a.negate && !b.negate && a.cmp == b.cmp && a.field != b.field {
+            return Instr::Either { fields: [a.field, b.field], cmp: a.cmp.clone(), negate: false };
+        }
+    }
+    Instr::Any(atoms)
+}
+
+fn passes(n: &Node) -> Result<Vec<Vec<Arc<Instr>>>, String> {
+    match n {
+        Node::Instr(i) => Ok(vec![vec![Arc::new(i.clone())]]),
+        Node::Or(v) => {
+            let mut out = Vec::new();
+            for k in v {
+                out.extend(passes(k)?);
+                if out.len() > MAX_PASSES {
+                    return Err(format!("the expression expands to more than {MAX_PASSES} passes"));
+                }
+            }
+            Ok(out)
+        }
+        Node::And(v) => {
+            let mut prefix: Vec<Arc<Instr>> = Vec::new();
+            for (i, k) in v.iter().enumerate() {
+                let last = i + 1 == v.len();
+                let ps = passes(k)?;
+                match ps.len() {
+                    // `false` still runs what precedes it: an empty "any".
+                    0 => prefix.push(Arc::new(Instr::Any(Vec::new()))),
+                    1 => prefix.extend(ps.into_iter().flatten()),
+                    _ if last => {
+                        return Ok(ps
+                            .into_iter()
+                            .map(|p| {
+                                let mut q = prefix.clone();
+                                q.extend(p);
+                                q
+                            })
+                            .collect())
+                    }
+                    n => {
+                        return Err(format!(
+                            "an alternative of {n} branches followed by more conditions (in `and`) does not fit \
+                             passes: its later branches would run where the static program skips them"
+                        ))
+                    }
+                }
+            }
+            Ok(vec![prefix])
+        }
+    }
+}
