@@ -331,6 +331,10 @@ pub enum Instr {
     All(Vec<Atom>),
     /// One test holds, tried in order.
     Any(Vec<Atom>),
+    /// One conjunction holds, tried in order (each tried left to right):
+    /// an alternative such as `host h` = `ip and src h or ip and dst h` used
+    /// before further conditions.
+    Alternatives(Vec<Vec<Atom>>),
 }
 
 impl Instr {
@@ -359,6 +363,17 @@ impl Instr {
                 }
                 Ok(false)
             }
+            Instr::Alternatives(alts) => {
+                'alt: for conj in alts {
+                    for a in conj {
+                        if !a.eval(data, wire_len)? {
+                            continue 'alt;
+                        }
+                    }
+                    return Ok(true);
+                }
+                Ok(false)
+            }
         }
     }
 
@@ -368,7 +383,7 @@ impl Instr {
         match self {
             Instr::Test(a) => Some(&mut a.cmp),
             Instr::Either { cmp, .. } => Some(cmp),
-            Instr::All(_) | Instr::Any(_) => None,
+            Instr::All(_) | Instr::Any(_) | Instr::Alternatives(_) => None,
         }
     }
 
@@ -380,6 +395,7 @@ impl Instr {
             Instr::All(a) if is_ipv4_l4(a) => "ipv4-l4",
             Instr::All(_) => "all",
             Instr::Any(_) => "any",
+            Instr::Alternatives(_) => "alternatives",
         }
     }
 
@@ -394,6 +410,14 @@ impl Instr {
                 } else {
                     t
                 }
+            }
+            Instr::Alternatives(alts) => {
+                if alts.is_empty() {
+                    return "len < 0".to_string();
+                }
+                let parts: Vec<String> =
+                    alts.iter().map(|c| Instr::All(c.clone()).to_expr()).collect();
+                format!("({})", parts.join(" or "))
             }
             Instr::All(atoms) | Instr::Any(atoms) => {
                 if atoms.is_empty() {

@@ -6,7 +6,8 @@
 //!   and the short-circuits, hence the loads);
 //! - an `or` of passes stays an `or` of passes;
 //! - in an `and`, every conjunct but the last must be one instruction (a
-//!   test, a fused "power" test, or an `or` of single tests); the last may
+//!   test, a fused "power" test, an `or` of single tests, or an `or` of
+//!   conjunctions of tests, one "alternatives" instruction); the last may
 //!   be several passes and is distributed: `and(x, or(a, b))` becomes
 //!   `or(and(x, a), and(x, b))`. Re-running `x` in the second pass repeats
 //!   loads that already succeeded, so nothing changes; the copied marks then
@@ -258,6 +259,21 @@ fn passes(n: &Node) -> Result<Vec<Vec<Arc<Instr>>>, String> {
                                 q
                             })
                             .collect())
+                    }
+                    _ if ps.iter().flatten().all(|i| matches!(&**i, Instr::Test(_) | Instr::All(_))) => {
+                        let alts = ps
+                            .iter()
+                            .map(|p| {
+                                p.iter()
+                                    .flat_map(|i| match &**i {
+                                        Instr::Test(a) => vec![a.clone()],
+                                        Instr::All(v) => v.clone(),
+                                        _ => Vec::new(),
+                                    })
+                                    .collect()
+                            })
+                            .collect();
+                        prefix.push(Arc::new(Instr::Alternatives(alts)));
                     }
                     n => {
                         return Err(format!(
