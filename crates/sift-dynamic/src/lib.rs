@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod list;
 mod model;
 mod translate;
 
@@ -33,6 +34,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use list::List;
 
 pub use model::{Abort, Addr, Atom, Cmp, Field, Instr, Size, Source, ValueSet, SMALL_SET};
 pub use sift_ir::LinkType;
@@ -118,7 +120,7 @@ fn marks(instrs: &[Arc<Instr>], prev: Option<&Pass>) -> Vec<bool> {
 /// An immutable snapshot of a filter: what the packet path runs.
 #[derive(Debug, Default)]
 pub struct Program {
-    passes: Vec<Arc<Pass>>,
+    passes: List<Pass>,
 }
 
 impl Program {
@@ -127,7 +129,7 @@ impl Program {
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         // How many leading instructions of the previous pass held.
         let mut prev_held = 0usize;
-        for pass in &self.passes {
+        for pass in self.passes.iter() {
             let mut held = 0usize;
             let mut all = true;
             for (i, (ins, &copied)) in pass.instrs.iter().zip(&pass.copied).enumerate() {
@@ -152,14 +154,14 @@ impl Program {
     }
 
     /// The passes, in evaluation order.
-    pub fn passes(&self) -> impl ExactSizeIterator<Item = &Pass> {
+    pub fn passes(&self) -> impl Iterator<Item = &Pass> {
         self.passes.iter().map(|p| &**p)
     }
 
     /// The equivalent expression: `(pass) or (pass) ...`; `len < 0` (never
     /// true, no load) without passes.
     pub fn to_expr(&self) -> String {
-        if self.passes.is_empty() {
+        if self.passes.len() == 0 {
             return "len < 0".to_string();
         }
         let parts: Vec<String> = self.passes.iter().map(|p| p.to_expr()).collect();
@@ -216,10 +218,12 @@ impl DynamicFilter {
     pub fn from_pred(pred: &sift_ir::Pred, linktype: LinkType) -> Result<DynamicFilter, Error> {
         let passes = translate::translate(pred).map_err(Error::Unsupported)?;
         let mut f = DynamicFilter::new(linktype);
-        let mut out: Vec<Arc<Pass>> = Vec::with_capacity(passes.len());
+        let mut out: List<Pass> = List::default();
+        let mut prev: Option<Arc<Pass>> = None;
         for p in passes {
-            let pass = Pass::new(p, out.last().map(|p| &**p));
-            out.push(Arc::new(pass));
+            let pass = Arc::new(Pass::new(p, prev.as_deref()));
+            out.insert(out.len(), pass.clone());
+            prev = Some(pass);
         }
         f.publish(out);
         Ok(f)
@@ -261,7 +265,7 @@ impl DynamicFilter {
         self.current.passes.get(index).map(|p| &**p)
     }
 
-    fn publish(&mut self, passes: Vec<Arc<Pass>>) {
+    fn publish(&mut self, passes: List<Pass>) {
         let p = Arc::new(Program { passes });
         self.shared.store(p.clone());
         self.current = p;
@@ -273,13 +277,13 @@ impl DynamicFilter {
 
     /// Recomputes the marks of pass `at` (relative to `at - 1`) after a
     /// neighbour changed; O(length of that pass).
-    fn relink(passes: &mut [Arc<Pass>], at: usize) {
+    fn relink(passes: &mut List<Pass>, at: usize) {
         let Some(p) = passes.get(at) else { return };
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         let m = marks(&p.instrs, prev);
         if m != p.copied {
             let np = Pass { instrs: p.instrs.clone(), copied: m };
-            passes[at] = Arc::new(np);
+            passes.set(at, Arc::new(np));
         }
     }
 
@@ -338,7 +342,7 @@ impl DynamicFilter {
         let mut copied = p.copied.clone();
         copied[instr] = false;
         let mut passes = self.current.passes.clone();
-        passes[pass] = Arc::new(Pass { instrs, copied });
+        passes.set(pass, Arc::new(Pass { instrs, copied }));
         Self::relink(&mut passes, pass + 1);
         self.publish(passes);
         Ok(())

@@ -205,7 +205,7 @@ fn random_updates_match_a_fresh_static_compile() {
         let mut log = vec![seed.to_string()];
         for _ in 0..150 {
             log.push(random_update(&mut rng, &mut f));
-            if f.pass_count() > 24 {
+            if f.pass_count() > 60 {
                 f.delete_pass(rng.index(f.pass_count())).unwrap();
             }
             let pkts = packets(&mut rng, lt, 40);
