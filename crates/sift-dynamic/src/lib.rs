@@ -458,3 +458,4 @@ mod tests {
         assert!(matches!(&e, Error::Unsupported(m) if m.contains("arithmetic")), "{e}");
     }
 }
+

@@ -161,8 +161,8 @@ impl ValueSet {
     #[inline]
     pub fn contains(&self, v: u32) -> bool {
         match self {
-            // A short linear scan the compiler vectorizes beats a binary search.
-            ValueSet::Small(a) => a.iter().any(|&x| x == v),
+            // A short linear scan beats a binary search at this size.
+            ValueSet::Small(a) => a.contains(&v),
             ValueSet::Large(h) => h.contains(&v),
         }
     }

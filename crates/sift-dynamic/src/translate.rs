@@ -48,8 +48,18 @@ fn nnf(p: &Pred, neg: bool) -> Result<Node, String> {
         Pred::False => Node::Or(Vec::new()),
         Pred::Not(q) => nnf(q, !neg)?,
         Pred::And(v) | Pred::Or(v) => {
-            let kids = v.iter().map(|q| nnf(q, neg)).collect::<Result<Vec<_>, _>>()?;
-            if matches!(p, Pred::And(_)) != neg {
+            let and = matches!(p, Pred::And(_)) != neg;
+            // Nested conjunctions (disjunctions) flatten: same order, same
+            // short-circuits.
+            let mut kids = Vec::with_capacity(v.len());
+            for q in v {
+                match nnf(q, neg)? {
+                    Node::And(w) if and => kids.extend(w),
+                    Node::Or(w) if !and => kids.extend(w),
+                    k => kids.push(k),
+                }
+            }
+            if and {
                 Node::And(kids)
             } else {
                 Node::Or(kids)
