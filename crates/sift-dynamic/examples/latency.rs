@@ -2,7 +2,8 @@
 //! `cargo run --release -p sift-dynamic --example latency`.
 //!
 //! A filter of N connections is N passes `[ipv4-l4 tcp, dst port {p}]`;
-//! measured: adding a port to a pass, duplicating a pass, removing a pass.
+//! measured: adding a port to a pass, duplicating a pass, removing a pass;
+//! and adding a port to one pass whose port set has N values.
 
 use std::time::Instant;
 
@@ -47,7 +48,20 @@ fn main() {
             f.delete_pass(d).expect("delete");
             del.push(t.elapsed().as_nanos() as u64);
         }
-        for (name, v) in [("add-port", add), ("duplicate-pass", dup), ("remove-pass", del)] {
+        // One pass holding a set of n ports (the "SIMD operand" form).
+        let mut g = DynamicFilter::new(LinkType::EN10MB);
+        g.new_pass(0, conn_pass(20_000)).expect("new pass");
+        for i in 1..n as u32 {
+            g.add_value(0, 1, 20_000 + i).expect("add");
+        }
+        let mut set_add = Vec::new();
+        for r in 0..ROUNDS {
+            let t = Instant::now();
+            g.add_value(0, 1, 40_000 + r as u32).expect("add");
+            set_add.push(t.elapsed().as_nanos() as u64);
+            g.remove_value(0, 1, 40_000 + r as u32).expect("remove value");
+        }
+        for (name, v) in [("add-port", add), ("duplicate-pass", dup), ("remove-pass", del), ("add-port-to-set", set_add)] {
             let (m, p99) = stats(v);
             println!("N={n:4} {name:15} median {m:6} ns  p99 {p99:6} ns");
         }
