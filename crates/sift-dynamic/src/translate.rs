@@ -37,7 +37,110 @@ enum Node {
 pub(crate) fn translate(pred: &Pred) -> Result<Vec<Vec<Arc<Instr>>>, String> {
     let node = fuse(nnf(pred, false)?);
     let passes = passes(&node)?;
-    Ok(passes)
+    Ok(merge_passes(passes))
+}
+
+/// Above this many passes, translation does not try to merge them.
+const MERGE_LIMIT: usize = 512;
+
+/// The value set of an equality instruction (not negated), with its fields.
+fn set_of(i: &Instr) -> Option<(&ValueSet, Vec<Field>)> {
+    match i {
+        Instr::Test(Atom { field, cmp: Cmp::In(s), negate: false }) => Some((s, vec![*field])),
+        Instr::Either { fields, cmp: Cmp::In(s), negate: false } => Some((s, fields.to_vec())),
+        _ => None,
+    }
+}
+
+/// The equality an instruction's truth implies, tested first: `(field, set)`.
+fn key(i: &Instr) -> Option<(Field, &ValueSet)> {
+    let a = match i {
+        Instr::Test(a) => a,
+        Instr::All(v) => v.first()?,
+        _ => return None,
+    };
+    match a {
+        Atom { field, cmp: Cmp::In(s), negate: false } => Some((*field, s)),
+        _ => None,
+    }
+}
+
+fn same(a: &Arc<Instr>, b: &Arc<Instr>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// `Some(None)` if identical, `Some(Some(d))` if the passes differ only in
+/// the value set of instruction `d` (same fields), else `None`.
+fn differ_in_one_set(a: &[Arc<Instr>], b: &[Arc<Instr>]) -> Option<Option<usize>> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let mut diff = None;
+    for (d, (x, y)) in a.iter().zip(b).enumerate() {
+        if same(x, y) {
+            continue;
+        }
+        let ((_, fx), (_, fy)) = (set_of(x)?, set_of(y)?);
+        if diff.is_some() || fx != fy || std::mem::discriminant(&**x) != std::mem::discriminant(&**y) {
+            return None;
+        }
+        diff = Some(d);
+    }
+    Some(diff)
+}
+
+/// Whenever pass `p` gets past its common prefix with `m`, `m` fails
+/// without aborting: after a shared prefix, `m` and `p` each start with an
+/// equality on the same field with disjoint sets.
+fn exclusive(m: &[Arc<Instr>], p: &[Arc<Instr>]) -> bool {
+    for (x, y) in m.iter().zip(p) {
+        if same(x, y) {
+            continue;
+        }
+        return match (key(x), key(y)) {
+            (Some((fx, sx)), Some((fy, sy))) => fx == fy && sx.sorted().iter().all(|v| !sy.contains(*v)),
+            _ => false,
+        };
+    }
+    false
+}
+
+/// Merges later passes into earlier ones where verdicts cannot change:
+/// a pass identical to an earlier one is dropped (it can only fail the
+/// same way); a pass differing from an earlier one `i` only in the value
+/// set of one instruction joins `i`'s set when every pass between them is
+/// [`exclusive`] with it (so running its values earlier cannot preempt
+/// an accept or an abort of a pass in between). `tcp port (22 or 80)` thus
+/// becomes 2 passes (IPv6, IPv4) with port sets instead of 4.
+fn merge_passes(passes: Vec<Vec<Arc<Instr>>>) -> Vec<Vec<Arc<Instr>>> {
+    if passes.len() > MERGE_LIMIT {
+        return passes;
+    }
+    let mut out: Vec<Vec<Arc<Instr>>> = Vec::with_capacity(passes.len());
+    'next: for p in passes {
+        for i in (0..out.len()).rev() {
+            match differ_in_one_set(&out[i], &p) {
+                Some(None) => continue 'next,
+                Some(Some(d)) => {
+                    if let (Some((sa, _)), Some((sb, _))) = (set_of(&out[i][d]), set_of(&p[d])) {
+                        let mut merged = Instr::clone(&out[i][d]);
+                        let union: Vec<u32> = sa.sorted().into_iter().chain(sb.sorted()).collect();
+                        if let Some(Cmp::In(s)) = merged.cmp_mut() {
+                            *s = ValueSet::from_values(union);
+                        }
+                        out[i][d] = Arc::new(merged);
+                        continue 'next;
+                    }
+                }
+                None => {}
+            }
+            if !exclusive(&out[i], &p) {
+                break;
+            }
+        }
+        out.push(p);
+    }
+    out
 }
 
 fn nnf(p: &Pred, neg: bool) -> Result<Node, String> {
