@@ -291,3 +291,57 @@ fn concurrent_reader_sees_no_torn_state() {
     let seen = reader.join().unwrap();
     eprintln!("reader checked {seen} snapshots");
 }
+
+/// Expressions built to exercise pass merging and the alternatives
+/// instruction: ors of port/host/proto primitives with shared prefixes,
+/// checked against the original on truncated packets.
+#[test]
+fn merged_passes_agree_with_the_original() {
+    let lt = LinkType::EN10MB;
+    let mut rng = Rng::new(0x3e76e);
+    let pkts = packets(&mut rng, lt, 400);
+    let mut merged = 0;
+    for _ in 0..1500 {
+        let prim = |rng: &mut Rng| -> String {
+            let port = rng.pick(pool::PORTS);
+            let [a, b, c, d] = *rng.pick(pool::IPV4);
+            match rng.index(10) {
+                8 => format!("tcp port ({port} or {})", rng.pick(pool::PORTS)),
+                9 => format!("ip host {a}.{b}.{c}.{d} and tcp port {port}"),
+                0 => format!("tcp port {port}"),
+                1 => format!("udp dst port {port}"),
+                2 => format!("port {port}"),
+                3 => format!("host {a}.{b}.{c}.{d}"),
+                4 => format!("src net {a}.{b}.0.0/16"),
+                5 => format!("ip proto {}", rng.pick(pool::IP_PROTOS)),
+                6 => format!("tcp portrange {port}-{}", (u32::from(*port) + 10).min(65535)),
+                _ => "ip6".into(),
+            }
+        };
+        let n = 1 + rng.index(5);
+        let alts: Vec<String> = (0..n).map(|_| prim(&mut rng)).collect();
+        let body = alts.join(" or ");
+        let expr = match rng.index(4) {
+            0 => format!("ip and ({body})"),
+            1 => format!("({body}) and not {}", prim(&mut rng)),
+            2 => format!("not ({body})"),
+            _ => body,
+        };
+        let orig = static_filter(&expr, lt);
+        let f = match DynamicFilter::from_expr(&expr, lt) {
+            Ok(f) => f,
+            Err(Error::Unsupported(_)) => continue,
+            Err(e) => panic!("{expr}: {e}"),
+        };
+        let unmerged = sift::lower(&expr, &CompileOptions::default()).map(|(_, p)| p).ok();
+        if let Some(sift_ir::Pred::Or(v)) = unmerged {
+            merged += usize::from(v.len() > f.pass_count());
+        }
+        for (data, wire) in &pkts {
+            assert_eq!(f.matches(data, *wire), orig.matches(data, *wire), "{expr}\n{}\n{data:02x?}", f.to_expr());
+        }
+        check(&f, &pkts, &expr);
+    }
+    eprintln!("{merged} expressions had passes merged");
+    assert!(merged > 20);
+}
