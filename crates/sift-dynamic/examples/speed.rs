@@ -44,6 +44,8 @@ fn main() {
             row.push_str(&format!("  {name} {ns:6.1} ns ({hits})"));
         };
         time("dynamic", &|p, w| h.matches(p, w));
+        let reader = std::cell::RefCell::new(h.reader());
+        time("reader", &|p, w| reader.borrow_mut().matches(p, w));
         let snap = h.snapshot();
         time("snapshot", &|p, w| snap.matches(p, w));
         time("jit", &|p, w| jit.matches(p, w));

@@ -22,6 +22,23 @@
 //! visible atomically. Snapshots share passes and instructions through
 //! `Arc`s, so an update copies the pass list (pointers) and the changed pass
 //! only; old snapshots are freed when the last reader lets go.
+//!
+//! ```
+//! use sift_dynamic::{DynamicFilter, LinkType};
+//!
+//! let mut f = DynamicFilter::from_expr("tcp dst port 21", LinkType::EN10MB).unwrap();
+//! let mut reader = f.handle().reader(); // give this to the capture thread
+//! // Pass 1 is IPv4: [IPv4 non-fragment TCP, dst port in {21}].
+//! assert_eq!(f.pass(1).unwrap().instrs().map(|i| i.kind()).collect::<Vec<_>>(), ["ipv4-l4", "test"]);
+//! f.add_value(1, 1, 50_000).unwrap(); // follow a passive-mode data port
+//! let copy = f.duplicate_pass(1).unwrap(); // or a pass of its own
+//! f.poke(copy, 1, 50_001).unwrap();
+//! let mut pkt = vec![0u8; 54];
+//! pkt[12] = 8; pkt[14] = 0x45; pkt[23] = 6; // IPv4, TCP
+//! pkt[36..38].copy_from_slice(&50_001u16.to_be_bytes());
+//! assert!(reader.matches(&pkt, 54));
+//! assert!(f.to_expr().contains("0xc351")); // the equivalent expression
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -186,6 +203,33 @@ impl FilterHandle {
     /// The current snapshot (to run a batch of packets on one version).
     pub fn snapshot(&self) -> Arc<Program> {
         self.shared.load_full()
+    }
+
+    /// A per-thread reader that keeps the current snapshot cached: one
+    /// atomic load per packet while nothing changes.
+    pub fn reader(&self) -> Reader {
+        Reader { cache: arc_swap::Cache::new(self.shared.clone()) }
+    }
+}
+
+/// A filtering thread's cached view of a [`DynamicFilter`] (from
+/// [`FilterHandle::reader`]): always runs the latest snapshot; holds on to
+/// the previous one until its next call.
+pub struct Reader {
+    cache: arc_swap::Cache<Arc<ArcSwap<Program>>, Arc<Program>>,
+}
+
+impl Reader {
+    /// Does the packet match the current filter?
+    #[inline]
+    pub fn matches(&mut self, data: &[u8], wire_len: u32) -> bool {
+        self.cache.load().matches(data, wire_len)
+    }
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Reader")
     }
 }
 

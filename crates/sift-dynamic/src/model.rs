@@ -71,7 +71,7 @@ impl Field {
     }
 
     /// Reads the field.
-    #[inline]
+    #[inline(always)]
     pub fn read(&self, data: &[u8], wire_len: u32) -> Result<u32, Abort> {
         let v = match self.source {
             Source::Len => wire_len,
@@ -163,7 +163,7 @@ impl ValueSet {
         match self {
             // A short linear scan beats a binary search at this size.
             ValueSet::Small(a) => a.contains(&v),
-            ValueSet::Large(h) => h.contains(&v),
+            ValueSet::Large(h) => large_contains(h, v),
         }
     }
 
@@ -229,6 +229,12 @@ impl ValueSet {
     }
 }
 
+/// Hash-set membership, kept out of line so the small cases inline well.
+#[inline(never)]
+fn large_contains(h: &HashSet<u32>, v: u32) -> bool {
+    h.contains(&v)
+}
+
 /// A comparison of a field value against constants.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cmp {
@@ -250,7 +256,7 @@ impl Cmp {
         Cmp::In(ValueSet::from_values([k]))
     }
 
-    #[inline]
+    #[inline(always)]
     fn test(&self, v: u32) -> bool {
         match self {
             Cmp::In(s) => s.contains(v),
@@ -295,7 +301,7 @@ impl Atom {
         Atom { field, cmp, negate: false }
     }
 
-    #[inline]
+    #[inline(always)]
     fn eval(&self, data: &[u8], wire_len: u32) -> Result<bool, Abort> {
         Ok(self.cmp.test(self.field.read(data, wire_len)?) != self.negate)
     }
