@@ -497,6 +497,16 @@ mod tests {
     }
 
     #[test]
+    fn shareable_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<DynamicFilter>();
+        send_sync::<FilterHandle>();
+        send_sync::<Program>();
+        send::<Reader>();
+    }
+
+    #[test]
     fn arithmetic_does_not_fit() {
         let e = DynamicFilter::from_expr("ip[2:2] - ip[0] = 4", LinkType::EN10MB).unwrap_err();
         assert!(matches!(&e, Error::Unsupported(m) if m.contains("arithmetic")), "{e}");
