@@ -265,7 +265,13 @@ impl DynamicFilter {
         let mut out: List<Pass> = List::default();
         let mut prev: Option<Arc<Pass>> = None;
         for p in passes {
-            let pass = Arc::new(Pass::new(p, prev.as_deref()));
+            // Equal instructions (not only shared ones) get copied marks here.
+            let copied = p
+                .iter()
+                .enumerate()
+                .map(|(i, x)| prev.as_ref().and_then(|q| q.instrs.get(i)).is_some_and(|y| Arc::ptr_eq(x, y) || **x == **y))
+                .collect();
+            let pass = Arc::new(Pass { instrs: p, copied });
             out.insert(out.len(), pass.clone());
             prev = Some(pass);
         }
@@ -494,6 +500,29 @@ mod tests {
         assert!(h.matches(&tcp4(443, 2, 54), 54));
         assert!(matches!(f.add_value(1, 0, 1), Err(Error::NotUpdatable(_))));
         assert_eq!(f.delete_pass(9), Err(Error::NoSuchPass(9)));
+    }
+
+    #[test]
+    fn negated_host_runs_keep_their_loads() {
+        // `not host a and not host b` after `ip`: src, dst, src, dst tests
+        // become three set tests; a truncated destination must still abort
+        // when the source is not `a`, letting no later pass accept.
+        let expr = "(ip and not host 10.0.0.1 and not host 10.0.0.2 and not host 10.0.0.3) or ip";
+        let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+        let kinds: Vec<&str> = f.pass(0).unwrap().instrs().map(|i| i.kind()).collect();
+        assert_eq!(kinds, ["test"; 4], "{}", f.to_expr());
+        let s = sift::Filter::with_engine(expr, &sift::CompileOptions::default(), sift::Engine::Interp).unwrap();
+        for src in [1u8, 2, 3, 9] {
+            for dst in [1u8, 2, 3, 9] {
+                for cut in [30, 32, 34, 54] {
+                    let mut p = tcp4(1, 2, 54);
+                    p[29] = src;
+                    p[33] = dst;
+                    p.truncate(cut);
+                    assert_eq!(f.matches(&p, 54), s.matches(&p, 54), "src {src} dst {dst} cut {cut}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -37,7 +37,127 @@ enum Node {
 pub(crate) fn translate(pred: &Pred) -> Result<Vec<Vec<Arc<Instr>>>, String> {
     let node = fuse(nnf(pred, false)?);
     let passes = passes(&node)?;
-    Ok(merge_passes(passes))
+    Ok(merge_passes(passes).into_iter().map(simplify).collect())
+}
+
+/// Is `a` certainly false (and in bounds) given that `h` held earlier?
+fn refuted_by(a: &Atom, h: &Atom) -> bool {
+    a.field == h.field && a.cmp == h.cmp && a.negate != h.negate
+}
+
+/// Is `a` certainly true (and in bounds) given that `h` held earlier?
+/// (`not ether proto arp` after `ether proto ip`.)
+fn confirmed_by(a: &Atom, h: &Atom) -> bool {
+    match (&a.cmp, &h.cmp) {
+        (Cmp::In(sa), Cmp::In(sh)) if a.field == h.field && a.negate && !h.negate => {
+            sa.sorted().iter().all(|v| !sh.contains(*v))
+        }
+        _ => a == h,
+    }
+}
+
+/// `not (f in S)` as (field, set).
+fn negated_eq(i: &Instr) -> Option<(Field, &ValueSet)> {
+    match i {
+        Instr::Test(Atom { field, cmp: Cmp::In(s), negate: true }) => Some((*field, s)),
+        _ => None,
+    }
+}
+
+fn union<'a>(sets: impl Iterator<Item = &'a ValueSet>) -> ValueSet {
+    let mut u = ValueSet::from_values([]);
+    for s in sets {
+        for v in s.sorted() {
+            u.insert(v);
+        }
+    }
+    u
+}
+
+fn not_in(field: Field, set: ValueSet) -> Arc<Instr> {
+    Arc::new(Instr::Test(Atom { field, cmp: Cmp::In(set), negate: true }))
+}
+
+/// Simplifies one pass without changing any outcome:
+/// - in an `any`, an atom refuted by a test that held earlier in the pass
+///   (`not ip` after `ip`) is false without aborting: dropped; an `any`
+///   whose first remaining atom is confirmed (`not arp` after `ip`) holds
+///   without aborting: dropped;
+/// - a run of `not f = v` tests over two fields `f`, `g` (as `not host a
+///   and not host b` gives: src, dst, src, dst...) becomes `not f in A`,
+///   `not g in G`, `not f in F`, where `A` are the `f` values before the
+///   first `g` test: the same loads in the same order (`f`, then `g` only
+///   when `f` is not in `A`), the same verdict.
+fn simplify(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
+    let mut held: Vec<Atom> = Vec::new();
+    let mut out: Vec<Arc<Instr>> = Vec::with_capacity(pass.len());
+    for ins in pass {
+        let new = match &*ins {
+            Instr::Any(atoms) => {
+                let kept: Vec<Atom> =
+                    atoms.iter().filter(|a| !held.iter().any(|h| refuted_by(a, h))).cloned().collect();
+                // First remaining atom certainly true: the whole `any` holds.
+                if kept.first().is_some_and(|a| held.iter().any(|h| confirmed_by(a, h))) {
+                    continue;
+                }
+                match kept.len() {
+                    n if n == atoms.len() => ins.clone(),
+                    1 => Arc::new(Instr::Test(kept.into_iter().next().unwrap_or_else(|| atoms[0].clone()))),
+                    _ => Arc::new(Instr::Any(kept)),
+                }
+            }
+            _ => ins.clone(),
+        };
+        match &*new {
+            Instr::Test(a) => held.push(a.clone()),
+            Instr::All(v) => held.extend(v.iter().cloned()),
+            _ => {}
+        }
+        out.push(new);
+    }
+    // Runs of negated equalities over at most two fields.
+    let mut res: Vec<Arc<Instr>> = Vec::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        let Some((f, _)) = negated_eq(&out[i]) else {
+            res.push(out[i].clone());
+            i += 1;
+            continue;
+        };
+        let mut g: Option<Field> = None;
+        let mut j = i;
+        while let Some((x, _)) = out.get(j).and_then(|k| negated_eq(k)) {
+            if x != f {
+                match g {
+                    None => g = Some(x),
+                    Some(g) if g != x => break,
+                    Some(_) => {}
+                }
+            }
+            j += 1;
+        }
+        let run = &out[i..j];
+        if run.len() < 2 {
+            res.push(out[i].clone());
+            i += 1;
+            continue;
+        }
+        let sets = |pred: &dyn Fn(Field) -> bool, upto: usize| {
+            union(run[..upto].iter().filter_map(|k| negated_eq(k)).filter(|(x, _)| pred(*x)).map(|(_, s)| s))
+        };
+        let first_g = run.iter().position(|k| negated_eq(k).is_some_and(|(x, _)| x != f)).unwrap_or(run.len());
+        let a = sets(&|x| x == f, first_g);
+        let all_f = sets(&|x| x == f, run.len());
+        res.push(not_in(f, a.clone()));
+        if let Some(g) = g {
+            res.push(not_in(g, sets(&|x| x == g, run.len())));
+            if all_f != a {
+                res.push(not_in(f, all_f));
+            }
+        }
+        i = j;
+    }
+    res
 }
 
 /// Above this many passes, translation does not try to merge them.
