@@ -97,12 +97,73 @@ impl std::error::Error for Error {}
 pub struct Pass {
     instrs: Vec<Arc<Instr>>,
     copied: Vec<bool>,
+    /// What the packet path runs: one step per instruction, the common
+    /// shapes decoded in advance.
+    steps: Vec<Step>,
+}
+
+/// An instruction prepared for the packet path.
+#[derive(Debug)]
+enum Step {
+    /// A direct, unmasked load compared with one value.
+    Eq { size: Size, offset: u32, value: u32, copied: bool },
+    /// Anything else.
+    Other { instr: Arc<Instr>, copied: bool },
+}
+
+impl Step {
+    fn prepare(instr: &Arc<Instr>, copied: bool) -> Step {
+        if let Instr::Test(Atom { field, cmp: Cmp::In(set), negate: false }) = &**instr {
+            if let (Source::Load { size, addr: Addr::Direct(offset) }, None, ValueSet::Small(v)) =
+                (field.source, field.mask, set)
+            {
+                if let [value] = v[..] {
+                    return Step::Eq { size, offset, value, copied };
+                }
+            }
+        }
+        Step::Other { instr: instr.clone(), copied }
+    }
+
+    #[inline(always)]
+    fn copied(&self) -> bool {
+        match self {
+            Step::Eq { copied, .. } | Step::Other { copied, .. } => *copied,
+        }
+    }
+
+    #[inline(always)]
+    fn eval(&self, data: &[u8], wire_len: u32) -> Result<bool, Abort> {
+        match self {
+            Step::Eq { size, offset, value, .. } => {
+                let at = *offset as usize;
+                let v = match size {
+                    Size::Half => match data.get(at..at.wrapping_add(2)) {
+                        Some(&[a, b]) => u32::from(u16::from_be_bytes([a, b])),
+                        _ => return Err(Abort),
+                    },
+                    Size::Byte => u32::from(*data.get(at).ok_or(Abort)?),
+                    Size::Word => match data.get(at..at.wrapping_add(4)) {
+                        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
+                        _ => return Err(Abort),
+                    },
+                };
+                Ok(v == *value)
+            }
+            Step::Other { instr, .. } => instr.eval(data, wire_len),
+        }
+    }
 }
 
 impl Pass {
     fn new(instrs: Vec<Arc<Instr>>, prev: Option<&Pass>) -> Pass {
         let copied = marks(&instrs, prev);
-        Pass { instrs, copied }
+        Pass::build(instrs, copied)
+    }
+
+    fn build(instrs: Vec<Arc<Instr>>, copied: Vec<bool>) -> Pass {
+        let steps = instrs.iter().zip(&copied).map(|(i, &c)| Step::prepare(i, c)).collect();
+        Pass { instrs, copied, steps }
     }
 
     /// The instructions, in evaluation order.
@@ -149,9 +210,9 @@ impl Program {
         for pass in self.passes.iter() {
             let mut held = 0usize;
             let mut all = true;
-            for (i, (ins, &copied)) in pass.instrs.iter().zip(&pass.copied).enumerate() {
-                if !(copied && i < prev_held) {
-                    match ins.eval(data, wire_len) {
+            for (i, step) in pass.steps.iter().enumerate() {
+                if !(step.copied() && i < prev_held) {
+                    match step.eval(data, wire_len) {
                         Err(Abort) => return false,
                         Ok(false) => {
                             all = false;
@@ -271,7 +332,7 @@ impl DynamicFilter {
                 .enumerate()
                 .map(|(i, x)| prev.as_ref().and_then(|q| q.instrs.get(i)).is_some_and(|y| Arc::ptr_eq(x, y) || **x == **y))
                 .collect();
-            let pass = Arc::new(Pass { instrs: p, copied });
+            let pass = Arc::new(Pass::build(p, copied));
             out.insert(out.len(), pass.clone());
             prev = Some(pass);
         }
@@ -332,7 +393,7 @@ impl DynamicFilter {
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         let m = marks(&p.instrs, prev);
         if m != p.copied {
-            let np = Pass { instrs: p.instrs.clone(), copied: m };
+            let np = Pass::build(p.instrs.clone(), m);
             passes.set(at, Arc::new(np));
         }
     }
@@ -366,7 +427,7 @@ impl DynamicFilter {
     /// instruction marked copied. Returns the copy's index.
     pub fn duplicate_pass(&mut self, at: usize) -> Result<usize, Error> {
         let p = self.check_pass(at)?;
-        let copy = Pass { instrs: p.instrs.clone(), copied: vec![true; p.instrs.len()] };
+        let copy = Pass::build(p.instrs.clone(), vec![true; p.instrs.len()]);
         let mut passes = self.current.passes.clone();
         passes.insert(at + 1, Arc::new(copy));
         Self::relink(&mut passes, at + 2);
@@ -392,7 +453,7 @@ impl DynamicFilter {
         let mut copied = p.copied.clone();
         copied[instr] = false;
         let mut passes = self.current.passes.clone();
-        passes.set(pass, Arc::new(Pass { instrs, copied }));
+        passes.set(pass, Arc::new(Pass::build(instrs, copied)));
         Self::relink(&mut passes, pass + 1);
         self.publish(passes);
         Ok(())
