@@ -314,9 +314,16 @@ impl DynamicFilter {
     /// Translates `expr` (compiled for `linktype`) into passes, or says what
     /// does not fit.
     pub fn from_expr(expr: &str, linktype: LinkType) -> Result<DynamicFilter, Error> {
-        let opts = sift::CompileOptions { linktype, ..Default::default() };
-        let (_, pred) = sift::lower(expr, &opts).map_err(|e| Error::Compile(e.to_string()))?;
-        DynamicFilter::from_pred(&pred, linktype)
+        let opts = sift_ir::LowerOptions { linktype, netmask: None, savefile: false, swapped: false };
+        DynamicFilter::from_expr_with(expr, &opts)
+    }
+
+    /// Like [`DynamicFilter::from_expr`] with every lowering option (netmask,
+    /// savefile, byte order), as the facade's `CompileOptions` carry them.
+    pub fn from_expr_with(expr: &str, opts: &sift_ir::LowerOptions) -> Result<DynamicFilter, Error> {
+        let ast = sift_syntax::parse(expr).map_err(|e| Error::Compile(e.message))?;
+        let pred = sift_ir::lower(&ast, opts).map_err(|e| Error::Compile(e.message))?;
+        DynamicFilter::from_pred(&pred, opts.linktype)
     }
 
     /// Translates a lowered predicate into passes.
@@ -594,6 +601,12 @@ mod tests {
         send_sync::<FilterHandle>();
         send_sync::<Program>();
         send::<Reader>();
+    }
+
+    #[test]
+    fn compile_errors_are_reported() {
+        assert!(matches!(DynamicFilter::from_expr("tcp port", LinkType::EN10MB), Err(Error::Compile(m)) if !m.is_empty()));
+        assert!(matches!(DynamicFilter::from_expr("host nosuch..", LinkType::EN10MB), Err(Error::Compile(_))));
     }
 
     #[test]
