@@ -16,6 +16,22 @@
 //! failing instruction held, without aborting), a copied instruction is known
 //! to hold and is skipped.
 //!
+//! **Translation** ([`DynamicFilter::from_expr`]): sift's lowered predicate
+//! becomes passes (negations pushed to the tests, the last conjunct of an
+//! `and` distributed, earlier alternatives kept inside one instruction),
+//! then passes differing in one value set are merged where no pass between
+//! them can preempt (so `tcp port (a or b or ...)` is two passes with port
+//! sets) and runs such as `not host a and not host b ...` become set tests,
+//! every step keeping the loads and verdicts of the original. What does
+//! not fit (computed operands, arithmetic, an alternative of complex
+//! branches followed by more conditions) is an [`Error::Unsupported`]
+//! naming it: run the expression with a static engine then.
+//!
+//! **Update cost**: an update copies the changed pass (its instruction
+//! pointers), the changed instruction (its value set), one chunk of pass
+//! pointers (16 to 31) and the chunk list (passes / 16): it never
+//! recompiles and does not depend on the other passes' contents.
+//!
 //! **Concurrency**: the filter publishes immutable snapshots through an
 //! [`arc_swap::ArcSwap`]; [`FilterHandle`]s (cheap to clone, `Send + Sync`)
 //! read the current snapshot without taking a lock, and an update becomes
