@@ -203,6 +203,15 @@ pub const ENGINES: &[EngineSpec] = &[
         build: |f, s| build_sift(f, s, sift::Engine::Jit),
     },
     EngineSpec {
+        name: "dynamic",
+        default: false,
+        about: "sift's dynamic engine (passes of CISC instructions; filters outside its instruction set are skipped)",
+        build: |f, s| match build_sift(f, s, sift::Engine::Dynamic) {
+            Err(e) if e.contains("dynamic engine:") => Ok(None),
+            other => other,
+        },
+    },
+    EngineSpec {
         name: "interp",
         default: true,
         about: "sift's cBPF interpreter (sift::Engine::Interp)",

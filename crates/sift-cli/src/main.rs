@@ -39,7 +39,7 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-F file] [-i iface] [-r file] [-s snap
   -s SNAPLEN   value an accepting program returns (default 262144)
   -q           no per-packet lines
   --count      print only the number of matching packets
-  --engine     meta (default: jit where available, else interp), jit, interp, reference
+  --engine     meta (default: jit where available, else interp), jit, interp, dynamic, reference
   --bpf-file   use a classic BPF program (-ddd, -dd or tc/iptables text) instead of an expression";
 
 /// A failure to report: message for stderr, already formatted.

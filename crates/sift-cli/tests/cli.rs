@@ -135,10 +135,14 @@ fn explain_shows_every_stage() {
 #[test]
 fn engines_agree_and_unknown_engine_is_an_error() {
     let v4 = sample("v4.pcap");
-    for engine in ["meta", "jit", "interp", "reference"] {
+    for engine in ["meta", "jit", "interp", "dynamic", "reference"] {
         let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", engine, "tcp port 80"]);
         assert_eq!(stdout(&o).trim(), "41 packets", "{engine}: {}", stderr(&o));
     }
+    // The dynamic engine says what does not fit its instruction set.
+    let o = sift(&["-r", v4.to_str().unwrap(), "--engine", "dynamic", "tcp[13] + 1 = 3"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("does not fit"), "{}", stderr(&o));
     let o = sift(&["-r", v4.to_str().unwrap(), "--engine", "warp", "ip"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("unknown engine"));

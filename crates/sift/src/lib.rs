@@ -89,6 +89,9 @@ pub enum Error {
     Codegen(String),
     /// A classic BPF program (e.g. from `--bpf-file`) failed validation.
     Program(String),
+    /// The chosen engine cannot run this filter (e.g. arithmetic on the
+    /// dynamic engine); another engine can.
+    Engine(String),
 }
 
 impl Error {
@@ -108,6 +111,7 @@ impl fmt::Display for Error {
             Error::Expression { error, .. } => write!(f, "{}", error.message),
             Error::Codegen(m) => write!(f, "{m}"),
             Error::Program(m) => write!(f, "invalid BPF program: {m}"),
+            Error::Engine(m) => write!(f, "{m}"),
         }
     }
 }
@@ -147,6 +151,9 @@ pub enum Engine {
     Jit,
     /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
     Interp,
+    /// The dynamic engine (passes of CISC instructions, updatable while
+    /// packets flow); only expressions that fit its instruction set.
+    Dynamic,
     /// The reference evaluator over the predicate IR: slow, the in-house
     /// oracle.
     Reference,
@@ -158,6 +165,7 @@ impl Engine {
         ("meta", Engine::Meta),
         ("jit", Engine::Jit),
         ("interp", Engine::Interp),
+        ("dynamic", Engine::Dynamic),
         ("reference", Engine::Reference),
     ];
 
@@ -180,6 +188,7 @@ impl FromStr for Engine {
 enum Runner {
     Jit(sift_jit::JitFilter),
     Interp(sift_bpf::interp::Program),
+    Dynamic(sift_dynamic::DynamicFilter),
     Reference(Pred),
 }
 
@@ -207,9 +216,13 @@ impl Filter {
                 Err(_) => interp(&c.program)?,
             },
             Engine::Jit => Runner::Jit(
-                sift_jit::JitFilter::from_program(&c.program).map_err(|e| Error::Program(format!("jit: {e}")))?,
+                sift_jit::JitFilter::from_program(&c.program).map_err(|e| Error::Engine(format!("jit: {e}")))?,
             ),
             Engine::Interp => interp(&c.program)?,
+            Engine::Dynamic => Runner::Dynamic(
+                sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype)
+                    .map_err(|e| Error::Engine(format!("dynamic engine: {e}")))?,
+            ),
             Engine::Reference => Runner::Reference(c.pred),
         };
         Ok(Filter { runner, program: c.program })
@@ -235,6 +248,7 @@ impl Filter {
         match &self.runner {
             Runner::Jit(j) => j.run(data, wire_len) != 0,
             Runner::Interp(p) => p.run(data, wire_len) != 0,
+            Runner::Dynamic(d) => d.matches(data, wire_len),
             Runner::Reference(pred) => sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }),
         }
     }
@@ -244,6 +258,7 @@ impl Filter {
         match self.runner {
             Runner::Jit(_) => Engine::Jit,
             Runner::Interp(_) => Engine::Interp,
+            Runner::Dynamic(_) => Engine::Dynamic,
             Runner::Reference(_) => Engine::Reference,
         }
     }
