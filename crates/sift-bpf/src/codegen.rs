@@ -68,7 +68,7 @@
 
 use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};
-use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value};
+use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -110,6 +110,9 @@ pub enum CodegenError {
     TooDeep,
     /// The generated program failed validation (a bug in the generator).
     Invalid(ValidateError),
+    /// A [`Value::Protochain`] used other than as one side of a test
+    /// against a constant (lowering never produces that).
+    UnsupportedProtochain,
 }
 
 impl fmt::Display for CodegenError {
@@ -125,6 +128,9 @@ impl fmt::Display for CodegenError {
             ),
             CodegenError::TooDeep => write!(f, "expression nested too deeply (more than {MAX_DEPTH} levels)"),
             CodegenError::Invalid(e) => write!(f, "internal error: generated an invalid program: {e}"),
+            CodegenError::UnsupportedProtochain => {
+                f.write_str("'protochain' can only be compared with a constant")
+            }
         }
     }
 }
@@ -306,6 +312,9 @@ impl Gen {
         if aborts(&t.lhs) || aborts(&t.rhs) {
             return Ok(self.reject);
         }
+        if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
+            return self.protochain_test(t, yes, no);
+        }
         let mut items = Vec::new();
         let (code, k, swapped) = match (fold(&t.lhs), fold(&t.rhs)) {
             (Some(a), Some(b)) => {
@@ -344,6 +353,92 @@ impl Gen {
         Ok(self.block(&items))
     }
 
+    /// A test of a [`Value::Protochain`] against a constant: the walk,
+    /// unrolled, leaves its result in A and jumps to the comparison.
+    fn protochain_test(&mut self, t: &Test, yes: Label, no: Label) -> Result<Label, CodegenError> {
+        let (walk, k, swapped) = match (&t.lhs, fold(&t.lhs), &t.rhs, fold(&t.rhs)) {
+            (Value::Protochain { .. }, _, _, Some(k)) => (&t.lhs, k, false),
+            (_, Some(k), Value::Protochain { .. }, _) => (&t.rhs, k, true),
+            _ => return Err(CodegenError::UnsupportedProtochain),
+        };
+        let Value::Protochain { v6, proto, nl } = *walk else {
+            return Err(CodegenError::UnsupportedProtochain);
+        };
+        let (jop, yes, no) = match (t.op, swapped) {
+            (CmpOp::Eq, _) => (op::JEQ, yes, no),
+            (CmpOp::Set, _) => (op::JSET, yes, no),
+            (CmpOp::Gt, false) => (op::JGT, yes, no),
+            (CmpOp::Ge, false) => (op::JGE, yes, no),
+            (CmpOp::Gt, true) => (op::JGE, no, yes),
+            (CmpOp::Ge, true) => (op::JGT, no, yes),
+        };
+        let end = self.cond(op::JMP | jop | op::K, k, yes, no);
+        self.protochain(v6, proto, nl, end)
+    }
+
+    /// Emits the `protochain` walk of [`Value::Protochain`], unrolled
+    /// [`PROTOCHAIN_MAX_STEPS`] times (forward jumps only), ending at `end`
+    /// with the result in A; returns its entry. Uses X and one scratch word.
+    fn protochain(&mut self, v6: bool, proto: u8, nl: u32, end: Label) -> Result<Label, CodegenError> {
+        // Offsets up to `nl + 9` and `nl + X + 1` with X below 2^18: keep
+        // them far from the kernel's signed range (lowering gives small `nl`).
+        if nl > PROTOCHAIN_MAX_NL {
+            return Err(CodegenError::UnsupportedProtochain);
+        }
+        let s = self.alloc()?;
+        let stmt = |code: u16, k: u32| Item::Insn(Insn::stmt(code, k));
+        // The header at X: A = its first byte, X = the next header's offset.
+        let advance = |ext: bool| {
+            let mut v = vec![
+                stmt(op::LD | op::B | op::IND, nl),
+                stmt(op::ST, s),
+                stmt(op::LD | op::B | op::IND, nl + 1),
+            ];
+            if ext {
+                v.extend([stmt(op::ALU | op::ADD | op::K, 1), stmt(op::ALU | op::LSH | op::K, 3)]);
+                v.push(stmt(op::ALU | op::ADD | op::X, 0));
+            } else {
+                v.extend([stmt(op::ALU | op::ADD | op::K, 2), stmt(op::ALU | op::LSH | op::K, 2)]);
+            }
+            v.extend([stmt(op::MISC | op::TAX, 0), stmt(op::LD | op::MEM, s)]);
+            v
+        };
+        // The step after the last one may not skip a header: it aborts.
+        let mut next = self.reject;
+        for step in (0..=PROTOCHAIN_MAX_STEPS).rev() {
+            let (ext, ah) = if step == PROTOCHAIN_MAX_STEPS {
+                (self.reject, self.reject)
+            } else {
+                let ja = self.dist(next) as u32;
+                self.push(Insn::stmt(op::JMP | op::JA, ja));
+                let ah = self.block(&advance(false));
+                let ext = if v6 {
+                    let ja = self.dist(next) as u32;
+                    self.push(Insn::stmt(op::JMP | op::JA, ja));
+                    self.block(&advance(true))
+                } else {
+                    ah
+                };
+                (ext, ah)
+            };
+            let mut entry = self.cond(op::JMP | op::JEQ | op::K, 51, ah, end);
+            if v6 {
+                for h in [44, 43, 60, 0] {
+                    entry = self.cond(op::JMP | op::JEQ | op::K, h, ext, entry);
+                }
+            }
+            entry = self.cond(op::JMP | op::JEQ | op::K, 59, end, entry);
+            next = self.cond(op::JMP | op::JEQ | op::K, u32::from(proto), end, entry);
+        }
+        self.scratch -= 1;
+        let start = if v6 {
+            vec![stmt(op::LD | op::B | op::ABS, nl + 6), stmt(op::LDX | op::IMM, 40)]
+        } else {
+            vec![stmt(op::LD | op::B | op::ABS, nl + 9), stmt(op::LDX | op::B | op::MSH, nl)]
+        };
+        Ok(self.block(&start))
+    }
+
     /// Appends code leaving `v` in A. With `keep_x`, X must survive (the
     /// caller only asks this for values that do not need X).
     fn value(&mut self, v: &Value, keep_x: bool, out: &mut Vec<Item>) -> Result<(), CodegenError> {
@@ -366,6 +461,7 @@ impl Gen {
                     out.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, offset as u32)));
                 }
             },
+            Value::Protochain { .. } => return Err(CodegenError::UnsupportedProtochain),
             Value::Neg(a) => {
                 self.value(a, keep_x, out)?;
                 out.push(Item::Insn(Insn::stmt(op::ALU | op::NEG, 0)));
@@ -555,6 +651,7 @@ fn need(v: &Value) -> u32 {
             }
         }
         Value::Neg(a) => need(a),
+        Value::Protochain { .. } => 1,
         Value::Bin(bop, l, r) => {
             if header_len_offset(v).is_some() {
                 0
@@ -578,6 +675,7 @@ fn needs_x(v: &Value) -> bool {
         Value::Const(_) | Value::Len | Value::Load { index: None, .. } => false,
         Value::Load { index: Some(i), .. } => fold(i).is_none(),
         Value::Neg(a) => needs_x(a),
+        Value::Protochain { .. } => true,
         Value::Bin(bop, l, r) => {
             if fold(r).is_some() {
                 needs_x(l)
@@ -614,12 +712,27 @@ fn header_len_offset(v: &Value) -> Option<u32> {
     }
 }
 
+/// Does `v` contain a [`Value::Protochain`]?
+fn has_protochain(v: &Value) -> bool {
+    match v {
+        Value::Protochain { .. } => true,
+        Value::Const(_) | Value::Len => false,
+        Value::Load { index, .. } => index.as_deref().is_some_and(has_protochain),
+        Value::Neg(a) => has_protochain(a),
+        Value::Bin(_, l, r) => has_protochain(l) || has_protochain(r),
+    }
+}
+
+/// The largest network-layer offset a `protochain` walk is compiled for.
+const PROTOCHAIN_MAX_NL: u32 = 0x1000_0000;
+
 /// The value of `v` if it involves no packet data and does not abort.
 fn fold(v: &Value) -> Option<u32> {
     match v {
         Value::Const(c) => Some(*c),
         Value::Len | Value::Load { .. } => None,
         Value::Neg(a) => fold(a).map(u32::wrapping_neg),
+        Value::Protochain { .. } => None,
         Value::Bin(bop, l, r) => sift_ir::eval::apply(*bop, fold(l)?, fold(r)?).ok(),
     }
 }
@@ -641,6 +754,7 @@ fn aborts(v: &Value) -> bool {
             start + u64::from(size.bytes()) - 1 > LAST_OFFSET || index.as_deref().is_some_and(aborts)
         }
         Value::Neg(a) => aborts(a),
+        Value::Protochain { .. } => false,
         Value::Bin(bop, l, r) => {
             (matches!(bop, BinOp::Div | BinOp::Mod) && fold(r) == Some(0)) || aborts(l) || aborts(r)
         }
@@ -677,6 +791,7 @@ fn within_depth(v: &Value, budget: usize) -> bool {
         Value::Const(_) | Value::Len => true,
         Value::Load { index, .. } => index.as_deref().is_none_or(|i| within_depth(i, budget - 1)),
         Value::Neg(a) => within_depth(a, budget - 1),
+        Value::Protochain { .. } => true,
         Value::Bin(_, l, r) => within_depth(l, budget - 1) && within_depth(r, budget - 1),
     }
 }
@@ -689,6 +804,7 @@ fn max_value(v: &Value) -> u32 {
     match v {
         Value::Const(c) => *c,
         Value::Len | Value::Neg(_) => u32::MAX,
+        Value::Protochain { .. } => 0xff,
         Value::Load { size, .. } => match size {
             Size::Byte => 0xff,
             Size::Half => 0xffff,

@@ -3,7 +3,7 @@
 //! This is the in-house oracle: slow and obviously correct, it defines what
 //! every engine must compute. See [`crate::pred`] for the semantics.
 
-use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value};
+use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
 
 /// Evaluation stopped: a load was out of bounds or a divisor was zero. The
 /// packet is rejected.
@@ -81,7 +81,44 @@ pub fn eval_value(v: &Value, pkt: PacketView<'_>) -> Result<u32, Abort> {
             apply(*op, a, b)?
         }
         Value::Neg(a) => eval_value(a, pkt)?.wrapping_neg(),
+        Value::Protochain { v6, proto, nl } => protochain(pkt.data, *v6, *proto, *nl)?,
     })
+}
+
+/// The `protochain` walk of [`Value::Protochain`]: the protocol number where
+/// it stopped.
+pub fn protochain(data: &[u8], v6: bool, proto: u8, nl: u32) -> Result<u32, Abort> {
+    let nl = u64::from(nl);
+    let (mut next, mut hdr) = if v6 {
+        (load(data, nl + 6, Size::Byte)?, 40u32)
+    } else {
+        let hlen = (load(data, nl, Size::Byte)? & 0xf) << 2;
+        (load(data, nl + 9, Size::Byte)?, hlen)
+    };
+    let mut skipped = 0u32;
+    loop {
+        if next == u32::from(proto) || next == 59 {
+            return Ok(next);
+        }
+        let ext = v6 && matches!(next, 0 | 60 | 43 | 44);
+        if !ext && next != 51 {
+            return Ok(next);
+        }
+        if skipped == PROTOCHAIN_MAX_STEPS {
+            return Err(Abort);
+        }
+        skipped += 1;
+        let at = nl + u64::from(hdr);
+        let following = load(data, at, Size::Byte)?;
+        let len = load(data, at + 1, Size::Byte)?;
+        hdr = if ext {
+            // At most 64 steps of at most 2048 bytes: no wrap-around.
+            hdr.wrapping_add((len + 1) << 3)
+        } else {
+            (len + 2) << 2
+        };
+        next = following;
+    }
 }
 
 /// A big-endian load of `size` bytes at byte offset `at`.

@@ -14,4 +14,4 @@ pub mod pred;
 pub use eval::{matches, PacketView};
 pub use linktype::LinkType;
 pub use lower::{lower, LowerOptions};
-pub use pred::{BinOp, CmpOp, Pred, Size, Test, Value};
+pub use pred::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};

@@ -14,6 +14,7 @@
 //! Pred  := true | false | not Pred | and(Pred, ...) | or(Pred, ...) | Test
 //! Test  := Value (== | > | >= | &) Value          ("&" is jset: (a & b) != 0)
 //! Value := const | len | load(size, [Value +] k) | Value op Value | -Value
+//!        | protochain(ip|ip6, proto, nl)
 //! ```
 //!
 //! Within one test every value is computed before the comparison, so the order
@@ -99,7 +100,38 @@ pub enum Value {
     Bin(BinOp, Box<Value>, Box<Value>),
     /// Two's complement negation (wrapping).
     Neg(Box<Value>),
+    /// libpcap 1.10.3's `protochain` walk over the header chain of the IPv4
+    /// (`v6 == false`) or IPv6 packet whose network header starts at `nl`.
+    /// Its value is the protocol number where the walk stopped, which equals
+    /// `proto` exactly when the chain contains `proto`.
+    ///
+    /// The walk starts with the next-protocol field (IPv6: byte 6, header
+    /// length 40; IPv4: byte 9, header length `4 * (u8[nl] & 0xf)`), and
+    /// repeats: stop if the value is `proto` or 59 (no next header); on IPv6,
+    /// for 0, 60, 43 and 44 (hop-by-hop, destination options, routing,
+    /// fragment), the next value is the byte at the current header offset and
+    /// the offset grows by `(next byte + 1) * 8`; for 51 (AH), the next value
+    /// is the byte at the current offset and the offset *becomes*
+    /// `(next byte + 2) * 4` (absolute, not added: a 1.10.3 quirk kept for
+    /// compatibility); anything else stops. Loads are relative to `nl` and
+    /// abort as usual. At most [`PROTOCHAIN_MAX_STEPS`] headers are skipped:
+    /// a walk needing one more aborts (rejects the packet), where libpcap's
+    /// own loop can run forever on a crafted AH chain.
+    Protochain {
+        /// IPv6 (`true`) or IPv4 (`false`).
+        v6: bool,
+        /// The protocol looked for.
+        proto: u8,
+        /// Offset of the network-layer header.
+        nl: u32,
+    },
 }
+
+/// How many headers a [`Value::Protochain`] walk may skip before it aborts:
+/// the bound sift's interpreter puts on backward jumps (64, as later
+/// libpcap releases), so that libpcap's looping program and sift's
+/// unrolled one agree on every packet.
+pub const PROTOCHAIN_MAX_STEPS: u32 = 64;
 
 /// Comparison of a [`Test`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -262,6 +294,10 @@ impl fmt::Display for Value {
             }
             Value::Bin(op, a, b) => write!(f, "({a} {op} {b})"),
             Value::Neg(a) => write!(f, "-{a}"),
+            Value::Protochain { v6, proto, nl } => {
+                let ip = if *v6 { "ip6" } else { "ip" };
+                write!(f, "protochain_{ip}({proto}, nl {nl})")
+            }
         }
     }
 }

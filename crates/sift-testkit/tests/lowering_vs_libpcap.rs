@@ -205,7 +205,12 @@ const EXPRS: &[&str] = &[
     "decnet src and dst 1.2", "decnet host 1.2 or 3.4", "decnet host 1.2 or 3", "decnet port 1.2",
     "decnet host 0.0", "decnet 1.2", "decnet net 1.2.3.0/24", "decnet net 1.2.3.0 mask 255.255.255.0",
     // Not supported yet / errors.
-    "gateway localhost", "ip protochain 6",
+    "gateway localhost",
+    // protochain (libpcap's loop; sift's bounded walk).
+    "ip protochain 6", "protochain 6", "ip6 protochain 17", "ip6 protochain 44", "protochain 59",
+    "protochain 51", "ip6 protochain 0", "ip6 protochain 60", "not protochain 58", "protochain ospf",
+    "protochain 1 or protochain 58", "tcp protochain 6", "protochain foo", "ip protochain \\udp",
+    "link protochain 6", "arp protochain 6", "vlan and protochain 17", "mpls and ip6 protochain 58",
     "ether proto \\foo", "ip proto foo", "proto foo", "ip6 proto foo", "tcp proto 6",
     "arp proto 6", "ether src proto 6", "link host 10.0.0.1", "tcp host 10.0.0.1",
     "icmp port 80", "ip6 net 10.0.0.0/8", "ip host fe80::1", "decnet host 1.1",

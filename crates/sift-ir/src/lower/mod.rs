@@ -473,7 +473,7 @@ impl<'a> Lowerer<'a> {
             Some(AddrQual::Protochain) => {
                 // Master checks the value before generating anything.
                 self.assert_maxval("protocol number", v, 255)?;
-                self.unsupported("'protochain'")
+                self.gen_protochain(v, q.proto)
             }
         }
     }
@@ -487,7 +487,7 @@ impl<'a> Lowerer<'a> {
             Some(AddrQual::Portrange) => self.portrange_name(q, name),
             Some(AddrQual::Gateway) => self.err("'gateway' not supported in this configuration"),
             Some(AddrQual::Proto) => self.proto_by_name(q, name),
-            Some(AddrQual::Protochain) => self.unsupported("'protochain'"),
+            Some(AddrQual::Protochain) => self.protochain_by_name(q, name),
         }
     }
 }

@@ -12,7 +12,7 @@
 
 use super::link::Rel;
 use super::{proto_name, Lowerer, Result};
-use crate::pred::{Pred, Size};
+use crate::pred::{Pred, Size, Value};
 use sift_syntax::ast::{DirQual, ProtoQual, Qual};
 use sift_syntax::names::{self, ethertype, llcsap};
 
@@ -115,9 +115,41 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `protochain N` (`gen_protochain`): the IPv4 and/or IPv6 header chain
+    /// contains protocol `v` (see [`Value::Protochain`] for the walk).
+    pub(crate) fn gen_protochain(&self, v: u32, proto: Option<ProtoQual>) -> Result<Pred> {
+        let chain = |cx: &Self, v6: bool| -> Result<Pred> {
+            let lt = cx.gen_linktype(if v6 { ethertype::IPV6 } else { ethertype::IP })?;
+            // Checked against 255 by the caller.
+            let proto = u8::try_from(v).unwrap_or(u8::MAX);
+            let walk = Value::Protochain { v6, proto, nl: cx.link.nl() };
+            Ok(lt.and(Pred::eq(walk, v)))
+        };
+        match proto {
+            None => Ok(chain(self, false)?.or(chain(self, true)?)),
+            Some(ProtoQual::Ip) => chain(self, false),
+            Some(ProtoQual::Ip6) => chain(self, true),
+            Some(_) => self.err("bad protocol applied for 'protochain'"),
+        }
+    }
+
+    /// `protochain NAME` (`gen_scode`, `Q_PROTOCHAIN`, with `lookup_proto`).
+    pub(crate) fn protochain_by_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
+        let v = self.lookup_proto(q, name)?;
+        self.assert_maxval("protocol number", v, 255)?;
+        self.gen_protochain(v, q.proto)
+    }
+
     /// `proto NAME` (`gen_scode`, `Q_PROTO`, with `lookup_proto`).
     pub(crate) fn proto_by_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
-        let v = match q.proto {
+        let v = self.lookup_proto(q, name)?;
+        self.gen_proto(v, q.proto, q.dir)
+    }
+
+    /// libpcap's `lookup_proto`: a protocol name in the namespace of the
+    /// protocol qualifier.
+    fn lookup_proto(&self, q: &Qual, name: &str) -> Result<u32> {
+        Ok(match q.proto {
             None | Some(ProtoQual::Ip) | Some(ProtoQual::Ip6) => match names::ip_protocol(name) {
                 Some(v) => v,
                 None => return self.err(format!("unknown ip proto '{name}'")),
@@ -133,7 +165,6 @@ impl Lowerer<'_> {
                 _ => return self.err(format!("unknown osi proto '{name}'")),
             },
             Some(_) => return self.err(format!("unknown protocol: {name}")),
-        };
-        self.gen_proto(v, q.proto, q.dir)
+        })
     }
 }

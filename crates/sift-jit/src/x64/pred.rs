@@ -15,9 +15,9 @@
 //! packet load against a constant (`==` or `&`) compares the bytes in
 //! memory with the constant in network order.
 //!
-//! Trees too deep for the recursion limit, or values needing more than
-//! nine registers, are refused (`None`); the caller then goes through
-//! classic BPF.
+//! Trees too deep for the recursion limit, values needing more than
+//! nine registers, and `protochain` walks are refused (`None`); the caller
+//! then goes through classic BPF.
 
 use super::*;
 use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value};
@@ -41,6 +41,8 @@ fn need(v: &Value, depth: u32) -> Option<usize> {
         Value::Const(_) | Value::Len | Value::Load { index: None, .. } => 1,
         Value::Load { index: Some(i), .. } => need(i, depth)?,
         Value::Neg(a) => need(a, depth)?,
+        // The walk has branches: such predicates go through classic BPF.
+        Value::Protochain { .. } => return None,
         Value::Bin(_, a, b) if matches!(**b, Value::Const(_)) => need(a, depth)?,
         Value::Bin(_, a, b) => {
             let (na, nb) = (need(a, depth)?, need(b, depth)?);
@@ -349,6 +351,7 @@ impl Ctx {
         match v {
             Value::Const(k) => self.asm.mov_ri(d, *k),
             Value::Len => self.asm.mov_rr(d, R8),
+            Value::Protochain { .. } => return None,
             Value::Load {
                 size,
                 index: None,

@@ -106,7 +106,6 @@ const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
     ("hopc", "mtp"),
     ("hdpc", "mtp"),
     ("hsls", "mtp"),
-    ("protochain", "protochain"),
     ("gateway", "gateway"),
 ];
 
@@ -123,6 +122,16 @@ pub fn unsupported_feature(expr: &str) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Does `prog` contain a backward `ja` (libpcap stores its offset wrapped,
+/// as `protochain`'s loop does)?
+#[allow(dead_code)]
+pub fn has_backward_jump(prog: &[Insn]) -> bool {
+    prog.iter().enumerate().any(|(pc, i)| {
+        i.code == sift_bpf::insn::op::JMP | sift_bpf::insn::op::JA
+            && (pc as u64 + 1 + u64::from(i.k)) >= prog.len() as u64
+    })
 }
 
 /// Does a TESTrun `requires` value ask for /etc/hosts, ethers or networks entries?
