@@ -144,6 +144,18 @@ fn print_program(level: u8, program: &[sift::Insn]) -> Result<(), Fail> {
     Ok(())
 }
 
+/// How tcpdump compiles for a savefile: its link type and snaplen, netmask 0,
+/// savefile rules and the file's byte order.
+fn file_options(c: &Capture) -> CompileOptions {
+    CompileOptions {
+        linktype: LinkType::from_linktype(c.linktype()),
+        snaplen: c.snaplen(),
+        netmask: Some(0),
+        savefile: true,
+        swapped: c.swapped(),
+    }
+}
+
 fn open_capture(path: &str) -> Result<Capture, Fail> {
     let r = if path == "-" {
         let mut buf = Vec::new();
@@ -201,13 +213,7 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
 
     if a.dump > 0 {
         let opts = match &capture {
-            Some(c) => CompileOptions {
-                linktype: LinkType::from_linktype(c.linktype()),
-                snaplen: c.snaplen(),
-                netmask: Some(0),
-                savefile: true,
-                swapped: c.swapped(),
-            },
+            Some(c) => file_options(c),
             None => {
                 let linktype = linktype_arg(a)?;
                 if linktype.is_none() {
@@ -274,13 +280,7 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
     // Compile for the file's link type before opening the output, as tcpdump
     // does: a bad expression fails even on an empty capture and writes nothing.
     let mut filters: HashMap<u32, Filter> = HashMap::new();
-    let file_opts = CompileOptions {
-        linktype: LinkType::from_linktype(file_linktype),
-        snaplen: capture.snaplen(),
-        netmask: Some(0),
-        savefile: true,
-        swapped: capture.swapped(),
-    };
+    let file_opts = file_options(capture);
     filters.insert(file_linktype, build_filter(a, expr, &file_opts, engine)?);
     let to_stdout = a.write.as_deref() == Some("-");
     let precision = if a.nano { TsPrecision::Nano } else { TsPrecision::Micro };
