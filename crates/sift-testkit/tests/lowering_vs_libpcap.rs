@@ -28,7 +28,7 @@
 //! Where sift deliberately follows libpcap master instead of 1.10.3 (see
 //! `sift_ir::lower`), the reference changes, explicitly:
 //! - 1.10.3 compiles a value that master's range checks reject: sift must
-//!   reject it with one of master's messages ([`MASTER_RANGE_CHECKS`]);
+//!   reject it with one of master's messages (`is_master_range_check`);
 //! - `byte N & V` and `byte N | V` ([`FOLLOWS_MASTER`], libpcap commit
 //!   82724cc7): sift is compared with master's program, written out here,
 //!   and 1.10.3 must still compile the expression.
@@ -232,19 +232,16 @@ const EXPRS: &[&str] = &[
     "src net loopback", "ip6 src net fe80::/10 and tcp", "dst port 53 and not 54",
 ];
 
-/// Messages of libpcap master's range checks (`assert_maxval`) that sift
-/// gives where 1.10.3 compiles the value: `NAME V greater than maximum M`.
-const MASTER_RANGE_CHECKS: &[&str] =
-    &["protocol number ", "byte argument ", "EtherType ", "LLC DSAP ", "ISO protocol ", "IS-IS PDU type "];
-
-/// Is `msg` one of master's range-check errors?
+/// Is `msg` one of master's rejections of what 1.10.3 compiles: its range
+/// checks (`assert_maxval`, [`sift_testkit::diff::is_master_range_check`])
+/// or its DECnet address rules?
 fn is_master_range_check(msg: &str) -> bool {
     // Master takes only AREA.NODE as a DECnet address (1.10.3 also a
     // number, an IPv4 prefix or an address with a mask).
     if msg.starts_with("invalid DECnet address") || msg.starts_with("'decnet' is not a valid qualifier for") {
         return true;
     }
-    MASTER_RANGE_CHECKS.iter().any(|name| msg.starts_with(name)) && msg.contains(" greater than maximum ")
+    sift_testkit::diff::is_master_range_check(msg)
 }
 
 /// Expressions where sift follows master's semantics: `byte INDEX OP VALUE`
