@@ -122,6 +122,11 @@ impl LinkType {
             .map(|e| LinkType(e.0))
     }
 
+    /// Every link type sift knows by name (libpcap's DLT table), in table order.
+    pub fn all() -> impl Iterator<Item = LinkType> {
+        TABLE.iter().map(|e| LinkType(e.0))
+    }
+
     /// The libpcap name (without `DLT_`), if known.
     pub fn name(self) -> Option<&'static str> {
         TABLE.iter().find(|e| e.0 == self.0).map(|e| e.2)

@@ -212,7 +212,7 @@ struct PacketSet {
 
 fn packet_sets(captures: &[common::Capture]) -> HashMap<String, PacketSet> {
     let mut out = HashMap::new();
-    for (i, name) in common::SUPPORTED_DLTS.iter().enumerate() {
+    for (i, name) in common::supported_dlts().into_iter().enumerate() {
         let lt = LinkType::from_name(name).expect("supported DLT has a name");
         let mut rng = sift_testkit::Rng::fork(0x7e57_0001, i as u64);
         let mut set = PacketSet { packets: Vec::new(), origin: Vec::new(), random: 0, real: 0 };
@@ -821,8 +821,8 @@ fn testrun_rows() {
     let captures = common::all_captures();
     let sets = packet_sets(&captures);
     println!("libpcap oracle: {}", libpcap::version());
-    for name in common::SUPPORTED_DLTS {
-        let s = &sets[*name];
+    for name in common::supported_dlts() {
+        let s = &sets[name];
         println!("packets for {name}: {} random + {} from captures", s.random, s.real);
     }
 

@@ -112,6 +112,17 @@ impl Default for LowerOptions {
     }
 }
 
+/// Can filters be lowered for this link type? (Link types that are not
+/// supported make [`lower`] fail with "link-layer type ... is not supported".)
+pub fn supports_linktype(lt: LinkType) -> bool {
+    LinkLayer::for_linktype(lt).is_some()
+}
+
+/// Every link type [`lower`] supports, in libpcap's DLT table order.
+pub fn supported_linktypes() -> Vec<LinkType> {
+    LinkType::all().filter(|&lt| supports_linktype(lt)).collect()
+}
+
 /// Lowers a parsed filter to a predicate. The empty filter is [`Pred::True`].
 ///
 /// Errors carry the span of the primitive (or arithmetic operation) that

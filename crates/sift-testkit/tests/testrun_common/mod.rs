@@ -14,8 +14,11 @@ use sift_ir::{LinkType, Pred};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The link types this phase supports (TESTrun DLT names).
-pub const SUPPORTED_DLTS: &[&str] = &["EN10MB", "RAW", "IPV4", "IPV6", "NULL", "LOOP", "LINUX_SLL", "LINUX_SLL2"];
+/// The link types sift's lowering supports (TESTrun DLT names), as
+/// `sift_ir::lower::supported_linktypes` says.
+pub fn supported_dlts() -> Vec<&'static str> {
+    sift_ir::lower::supported_linktypes().into_iter().filter_map(LinkType::name).collect()
+}
 
 /// libpcap's default snapshot length (the `ret` of accepting programs).
 pub const DEFAULT_SNAPLEN: u32 = 262_144;
@@ -43,7 +46,7 @@ pub fn require_data() -> bool {
 
 /// Is `dlt` (a TESTrun DLT name) supported in this phase?
 pub fn is_supported_dlt(dlt: &str) -> bool {
-    SUPPORTED_DLTS.contains(&dlt)
+    LinkType::from_name(dlt).is_some_and(sift_ir::lower::supports_linktype)
 }
 
 // ---------------------------------------------------------------------------
