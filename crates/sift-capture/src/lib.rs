@@ -31,6 +31,7 @@
 #![deny(unsafe_code)]
 
 pub mod frame;
+pub mod output;
 mod run;
 mod sys;
 

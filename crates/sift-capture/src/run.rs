@@ -1,12 +1,13 @@
 //! The `sift -i` capture loop.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sift_pcap::{PcapWriter, TsPrecision};
+use sift_pcap::TsPrecision;
+
+use crate::output::{FileFormat, Output, OutputSpec, Rotation, Written};
 
 use crate::{
     sys, Capture, Config, Error, Fanout, FanoutMode, Packet, Placement, RingConfig, Stats,
@@ -45,6 +46,11 @@ pub struct CaptureArgs {
     /// `out.0.pcap`, `out.1.pcap`, ... (`FILE.N` without an extension);
     /// `-c` counts packets over all workers. Needs `-w FILE`.
     pub fanout: usize,
+    /// `--pcapng`: write pcapng instead of pcap.
+    pub format: FileFormat,
+    /// `-C`/`-G`/`-W` rotation of the `-w` file (with `--fanout`, each
+    /// worker rotates its own files).
+    pub rotation: Rotation,
 }
 
 impl CaptureArgs {
@@ -63,6 +69,8 @@ impl CaptureArgs {
             ignore_outgoing: false,
             quiet: false,
             fanout: 0,
+            format: FileFormat::Pcap,
+            rotation: Rotation::default(),
         }
     }
 }
@@ -106,7 +114,7 @@ pub fn capture_with(
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<()>,
 ) -> Result<Stats, String> {
     sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
-    capture_loop(args, cap, on_packet, &AtomicU64::new(0))
+    capture_loop(args, cap, &mut |p| on_packet(p).map(|()| true), &AtomicU64::new(0))
 }
 
 /// The loop of [`capture_with`]; `taken` counts packets over every worker
@@ -114,7 +122,7 @@ pub fn capture_with(
 fn capture_loop(
     args: &CaptureArgs,
     cap: &mut Capture,
-    on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<()>,
+    on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<bool>,
     taken: &AtomicU64,
 ) -> Result<Stats, String> {
     cap.activate().map_err(|e| e.to_string())?;
@@ -137,7 +145,10 @@ fn capture_loop(
             if taken.fetch_add(1, Ordering::Relaxed) >= limit {
                 break 'outer;
             }
-            on_packet(&p).map_err(|e| format!("write error: {e}"))?;
+            let go_on = on_packet(&p).map_err(|e| format!("write error: {e}"))?;
+            if !go_on {
+                break 'outer;
+            }
             captured += 1;
         }
     }
@@ -146,8 +157,9 @@ fn capture_loop(
     Ok(stats)
 }
 
-/// Writes the packets of `cap` as pcap to `path` (`-` for standard
-/// output) straight from ring memory.
+/// Writes the packets of `cap` to the `-w` output at `path` (`-` for
+/// standard output), pcap or pcapng, rotating as asked, straight from ring
+/// memory.
 fn write_pcap(
     args: &CaptureArgs,
     cap: &mut Capture,
@@ -160,18 +172,16 @@ fn write_pcap(
         TsPrecision::Micro
     };
     let linktype = sift_pcap::linktype::dlt_to_linktype(cap.linktype()).unwrap_or(cap.linktype());
-    let out: Box<dyn Write> = if path.as_os_str() == "-" {
-        Box::new(io::stdout().lock())
-    } else {
-        Box::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?)
-    };
-    let out = BufWriter::with_capacity(1 << 20, out);
-    let mut w = PcapWriter::new(out, linktype, cap.snaplen(), precision)
-        .map_err(|e| format!("write error: {e}"))?;
-    if args.packet_buffered {
-        w.flush().map_err(|e| format!("write error: {e}"))?;
-    }
-    let unbuffered = args.packet_buffered;
+    let mut out = Output::create(OutputSpec {
+        path: path.to_path_buf(),
+        format: args.format,
+        linktype,
+        snaplen: cap.snaplen(),
+        precision,
+        rotation: args.rotation,
+        packet_buffered: args.packet_buffered,
+    })?;
+    let mut limit_reached = false;
     let result = capture_loop(
         args,
         cap,
@@ -180,16 +190,22 @@ fn write_pcap(
                 TsPrecision::Nano => p.nsec,
                 TsPrecision::Micro => p.nsec / 1000,
             };
-            w.write_raw(p.sec, frac, p.wire_len, p.data)?;
-            if unbuffered {
-                w.flush()?;
+            match out.write(p.sec, frac, p.wire_len, p.data)? {
+                Written::Yes => Ok(true),
+                Written::FileLimit => {
+                    limit_reached = true;
+                    Ok(false)
+                }
             }
-            Ok(())
         },
         taken,
     );
     // Flush whatever was captured, even after an error.
-    let flushed = w.flush();
+    let flushed = out.close();
+    if limit_reached && !args.quiet {
+        let max = args.rotation.max_files.unwrap_or(0);
+        let _ = writeln!(io::stderr().lock(), "Maximum file limit reached: {max}");
+    }
     let stats = result?;
     flushed.map_err(|e| format!("write error: {e}"))?;
     Ok(stats)

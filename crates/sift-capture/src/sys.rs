@@ -558,3 +558,38 @@ pub fn send_many(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
         Ok(rc as usize)
     }
 }
+
+/// `strftime(template, localtime(t))`, as tcpdump names `-G` files. An
+/// error when the template holds a NUL byte, the time cannot be converted,
+/// or the result would exceed `PATH_MAX` bytes.
+pub fn strftime_local(template: &[u8], t: i64) -> io::Result<Vec<u8>> {
+    if template.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fmt = std::ffi::CString::new(template)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file name holds a NUL byte"))?;
+    let time: libc::time_t = t;
+    // SAFETY: `tm` is plain data that localtime_r fills; both pointers are
+    // valid for the call.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: see above; localtime_r is the thread-safe variant.
+    if unsafe { libc::localtime_r(&time, &mut tm) }.is_null() {
+        return Err(io::Error::other("localtime failed"));
+    }
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: `buf` has `buf.len()` writable bytes, `fmt` is NUL-terminated
+    // and `tm` is initialized; strftime writes at most `max` bytes.
+    let n = unsafe {
+        libc::strftime(
+            buf.as_mut_ptr().cast::<libc::c_char>(),
+            buf.len() - 1,
+            fmt.as_ptr(),
+            &tm,
+        )
+    };
+    if n == 0 {
+        return Err(io::Error::other("strftime: the file name is too long"));
+    }
+    buf.truncate(n);
+    Ok(buf)
+}

@@ -973,3 +973,138 @@ fn capture_main_fanout_workers_write_one_file_each() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Sends `sent` in rounds (25 ms apart) into `pair.va` until `run` ends
+/// or the rounds run out; returns `run`'s result.
+fn feed_until_done<T: Send + 'static>(
+    pair: &Pair,
+    sent: Vec<Vec<u8>>,
+    run: thread::JoinHandle<T>,
+    rounds: u32,
+) -> T {
+    let va = pair.va.clone();
+    in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        for _ in 0..rounds {
+            if run.is_finished() {
+                break;
+            }
+            for f in &sent {
+                inj.send(f).unwrap();
+            }
+            thread::sleep(Duration::from_millis(25));
+        }
+        run.join().unwrap()
+    })
+    .join()
+    .unwrap()
+}
+
+/// Every record of `files` (in order) is an accepted frame; returns how
+/// many there are.
+fn count_accepted_records(files: &[std::path::PathBuf]) -> u64 {
+    let (sent, want) = frames();
+    let accepted: Vec<&Vec<u8>> = want.iter().map(|&i| &sent[i]).collect();
+    let mut n = 0;
+    for f in files {
+        let cap = sift_pcap::Capture::open(f)
+            .unwrap_or_else(|e| panic!("{}: not a valid capture: {e}", f.display()));
+        for p in cap.packets() {
+            let p = p.unwrap_or_else(|e| panic!("{}: damaged: {e}", f.display()));
+            assert!(accepted.iter().any(|a| a[..] == *p.data));
+            n += 1;
+        }
+    }
+    n
+}
+
+fn test_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "sift-capture-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn size_rotation_writes_pcapng_files_and_loses_nothing() {
+    let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let pair = setup_or_skip!();
+    let (sent, want) = frames();
+    let dir = test_dir();
+    let mut args = CaptureArgs::new(&pair.vb);
+    args.expression = FILTER.into();
+    let total = want.len() as u64 * 20;
+    args.count = Some(total);
+    args.write = Some(dir.join("out.pcapng"));
+    args.format = sift_capture::output::FileFormat::Pcapng;
+    args.rotation.file_size = Some(4000);
+    args.ring = small_ring();
+    args.quiet = true;
+    args.nano = true;
+    let run = in_netns(&pair.b, move || sift_capture::capture_main(&args));
+    let stats = feed_until_done(&pair, sent, run, 400).expect("capture_main");
+    assert_eq!(stats.captured, total);
+    // tcpdump's names: out.pcapng, out.pcapng1, out.pcapng2, ...
+    let mut files = vec![dir.join("out.pcapng")];
+    for i in 1.. {
+        let f = dir.join(format!("out.pcapng{i}"));
+        if !f.exists() {
+            break;
+        }
+        files.push(f);
+    }
+    assert!(files.len() >= 3, "rotated into {} files", files.len());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), files.len());
+    for f in &files {
+        let c = sift_pcap::Capture::open(f).unwrap();
+        assert_eq!(c.format(), sift_pcap::Format::Pcapng);
+        assert_eq!(c.linktype(), 1);
+    }
+    assert_eq!(count_accepted_records(&files), total, "nothing lost across files");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn time_rotation_names_files_with_strftime() {
+    let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let pair = setup_or_skip!();
+    let (sent, want) = frames();
+    let dir = test_dir();
+    let mut args = CaptureArgs::new(&pair.vb);
+    args.expression = FILTER.into();
+    let total = want.len() as u64 * 100; // 100 rounds: about 2.5 s
+    args.count = Some(total);
+    // %s: seconds since the epoch, independent of the time zone.
+    args.write = Some(dir.join("g-%s.pcap"));
+    args.rotation.seconds = Some(1);
+    args.ring = small_ring();
+    args.quiet = true;
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let run = in_netns(&pair.b, move || sift_capture::capture_main(&args));
+    let stats = feed_until_done(&pair, sent, run, 1000).expect("capture_main");
+    assert_eq!(stats.captured, total);
+    let mut stamps: Vec<u64> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let t = name.strip_prefix("g-").and_then(|x| x.strip_suffix(".pcap"));
+            t.and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("unexpected file {name}"))
+        })
+        .collect();
+    stamps.sort();
+    assert!(stamps.len() >= 2, "{stamps:?}");
+    assert!(stamps[0] >= t0 && stamps.windows(2).all(|w| w[1] > w[0]));
+    let files: Vec<_> = stamps
+        .iter()
+        .map(|t| dir.join(format!("g-{t}.pcap")))
+        .collect();
+    assert_eq!(count_accepted_records(&files), total, "nothing lost across files");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -27,6 +27,14 @@ pub struct Args {
     pub fanout: Option<usize>,
     /// `-w FILE` (`-` = stdout).
     pub write: Option<String>,
+    /// `-C N`: rotate the `-w` file when it exceeds N × 1,000,000 bytes.
+    pub file_size_mb: Option<u64>,
+    /// `-G SECONDS`: rotate the `-w` file (a strftime template) every SECONDS.
+    pub rotate_seconds: Option<u64>,
+    /// `-W N`: number of rotated files.
+    pub max_files: Option<u32>,
+    /// `--pcapng`: write pcapng instead of pcap.
+    pub pcapng: bool,
     /// `-c N`: stop after N matching packets.
     pub max_packets: Option<u64>,
     /// `-y LINKTYPE`.
@@ -100,6 +108,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
             };
             match name {
                 "count" => a.count = true,
+                "pcapng" => a.pcapng = true,
                 "interface" => a.interface = Some(value(&mut i)?),
                 "list-interfaces" => a.list_interfaces = true,
                 "no-promiscuous-mode" => a.no_promisc = true,
@@ -150,6 +159,9 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                     'p' => a.no_promisc = true,
                     'U' => a.packet_buffered = true,
                     'w' => a.write = Some(arg_value(&mut i)?),
+                    'C' => a.file_size_mb = Some(number("-C", &arg_value(&mut i)?)?),
+                    'G' => a.rotate_seconds = Some(number("-G", &arg_value(&mut i)?)?),
+                    'W' => a.max_files = Some(number("-W", &arg_value(&mut i)?)?),
                     'c' => a.max_packets = Some(number("-c", &arg_value(&mut i)?)?),
                     'y' => a.linktype = Some(arg_value(&mut i)?),
                     'F' => a.filter_file = Some(arg_value(&mut i)?),
@@ -220,6 +232,8 @@ mod tests {
         assert_eq!(a.buffer_kib, Some(4096));
         assert_eq!(a.fanout, Some(2));
         assert!(p(&["-D"]).list_interfaces);
+        let a = p(&["-i", "eth0", "-w", "out-%H", "-C", "10", "-G60", "-W", "5", "--pcapng"]);
+        assert_eq!((a.file_size_mb, a.rotate_seconds, a.max_files, a.pcapng), (Some(10), Some(60), Some(5), true));
     }
 
     #[test]

@@ -12,14 +12,15 @@ mod summary;
 
 use args::Args;
 use sift::{CompileOptions, Engine, Filter, LinkType, DEFAULT_SNAPLEN};
-use sift_pcap::{Capture, PcapWriter, TsPrecision};
+use sift_capture::output::{FileFormat, Output, OutputSpec, Rotation};
+use sift_pcap::{Capture, TsPrecision};
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: sift [-dDpqU] [-B KiB] [-c count] [-F file] [-i iface] [-r file] [-s snaplen] [-w file] [-y linktype]
-            [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
+usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] [-r file] [-s snaplen]
+            [-w file] [-W count] [-y linktype] [--pcapng] [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
             [expression]
        sift explain [-y linktype] [-s snaplen] expression
        sift gen KIND --count N -w FILE [--seed S]      (workloads: sift gen --help)
@@ -32,6 +33,10 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-F file] [-i iface] [-r file] [-s snap
   --fanout N   N capture threads (PACKET_FANOUT by flow), one output file each (-w out.pcap → out.N.pcap)
   --ring-block-size BYTES, --ring-timeout MS   TPACKET_V3 ring geometry and block retire timeout
   -w FILE      write matching packets as pcap ('-' = stdout)
+  --pcapng     write pcapng instead (SHB, one IDB with link type/snaplen/if_tsresol, EPBs)
+  -C MB        with -w: new file when the current one exceeds MB x 1,000,000 bytes (FILE, FILE1, FILE2, ...)
+  -G SECONDS   with -w: new file every SECONDS, FILE being a strftime template (-w 'dump-%H%M%S.pcap')
+  -W N         with -C: N files reused in a ring (FILE0..FILE{N-1}); with -G alone: stop after N files
   -c N         stop after N matching packets
   -d/-dd/-ddd  print the compiled classic BPF program (tcpdump's three formats) and exit
   -y LINKTYPE  link type for -d and explain (default EN10MB); a file's own type wins with -r
@@ -201,6 +206,9 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
         return Ok(ExitCode::SUCCESS);
     }
     let expr = expression(a)?;
+    if a.write.is_none() && (a.pcapng || a.file_size_mb.is_some() || a.rotate_seconds.is_some() || a.max_files.is_some()) {
+        return Err(Fail("--pcapng, -C, -G and -W need -w FILE".into()));
+    }
     if let Some(iface) = &a.interface {
         if a.read.is_some() {
             return Err(Fail("give either -i (live capture) or -r (a file), not both".into()));
@@ -265,8 +273,28 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
     if let Some(n) = a.fanout {
         c.fanout = n;
     }
+    c.format = output_format(a);
+    c.rotation = rotation(a);
     sift_capture::capture_main(&c).map_err(Fail)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--pcapng` or pcap.
+fn output_format(a: &Args) -> FileFormat {
+    if a.pcapng {
+        FileFormat::Pcapng
+    } else {
+        FileFormat::Pcap
+    }
+}
+
+/// `-C` (millions of bytes, as tcpdump), `-G`, `-W`.
+fn rotation(a: &Args) -> Rotation {
+    Rotation {
+        file_size: a.file_size_mb.map(|mb| mb.saturating_mul(1_000_000)),
+        seconds: a.rotate_seconds,
+        max_files: a.max_files,
+    }
 }
 
 fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Result<ExitCode, Fail> {
@@ -290,15 +318,18 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
             return Err(Fail(format!("link type {file_linktype} can't be written to a pcap file (libpcap has no LINKTYPE for it)")));
         }
         // The header tcpdump writes: the input's link type (with its FCS bits) and snaplen.
-        Some("-") => Some(PcapWriter::for_capture(
-            Box::new(BufWriter::new(io::stdout().lock())) as Box<dyn Write>,
-            capture,
-            precision,
-        )?),
-        Some(path) => {
-            let f = std::fs::File::create(path).map_err(|e| Fail(format!("{path}: {e}")))?;
-            Some(PcapWriter::for_capture(Box::new(BufWriter::new(f)) as Box<dyn Write>, capture, precision)?)
-        }
+        Some(path) => Some(
+            Output::create(OutputSpec {
+                path: path.into(),
+                format: output_format(a),
+                linktype: capture.header_linktype(),
+                snaplen: capture.snaplen(),
+                precision,
+                rotation: rotation(a),
+                packet_buffered: a.packet_buffered,
+            })
+            .map_err(Fail)?,
+        ),
     };
     let print_lines = writer.is_none() && !a.count && !a.quiet;
     let mut out = BufWriter::new(io::stdout().lock());
@@ -334,7 +365,8 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
                     LinkType::from_linktype(file_linktype)
                 )));
             }
-            w.write_packet(&p)?;
+            let (secs, frac) = p.ts.pcap_fields(precision);
+            w.write(secs, frac, p.wire_len, p.data)?;
         } else if print_lines {
             let (secs, frac) = if a.nano { p.ts.nanos() } else { p.ts.micros() };
             let stamp = format_time(secs, frac, a.nano);
@@ -352,7 +384,7 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
         }
     }
     if let Some(mut w) = writer {
-        w.flush()?;
+        w.close()?;
     }
     if a.count {
         let line = format!("{matched} packet{}", if matched == 1 { "" } else { "s" });

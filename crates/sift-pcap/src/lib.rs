@@ -64,6 +64,7 @@ mod fixup;
 pub mod linktype;
 mod pcap;
 mod pcapng;
+mod pcapng_write;
 mod timestamp;
 mod writer;
 
@@ -74,6 +75,7 @@ use std::sync::OnceLock;
 
 pub use error::{Error, ErrorKind};
 pub use timestamp::{Timestamp, TsPrecision};
+pub use pcapng_write::PcapngWriter;
 pub use writer::{file_header, PcapWriter};
 
 /// Post-processing flag: the pseudo-header must be byte-swapped.
