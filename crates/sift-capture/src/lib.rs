@@ -34,6 +34,7 @@ pub mod frame;
 pub mod output;
 mod run;
 mod sys;
+pub mod updates;
 
 use std::fmt;
 use std::fs;
@@ -42,6 +43,7 @@ use std::os::fd::OwnedFd;
 
 use frame::{FrameHeader, Framing};
 use sift::{Filter, Insn};
+use updates::LiveFilter;
 
 pub use run::{capture_main, capture_with, open_capture, worker_path, CaptureArgs};
 
@@ -380,7 +382,7 @@ pub struct Capture {
     fanout: Option<Fanout>,
     active: bool,
     next: usize,
-    filter: Option<Filter>,
+    filter: Option<UserPredicate>,
     placement: Placement,
     /// Blocks still to filter entirely in user space because they may hold
     /// packets that passed a previous filter.
@@ -581,7 +583,7 @@ impl Capture {
                 }
             }
         };
-        self.filter = filter;
+        self.filter = filter.map(UserPredicate::Static);
         self.placement = placement;
         if self.active {
             // Every block the kernel may have (partly) filled under the old
@@ -589,6 +591,28 @@ impl Capture {
             self.refilter_blocks = self.map.block_nr();
         }
         Ok(placement)
+    }
+
+    /// Installs a [`LiveFilter`] (`--engine dynamic`): it runs in user
+    /// space on every packet of the ring (the kernel only truncates to the
+    /// snapshot length), and [`Capture::live_filter_mut`] updates it between
+    /// blocks. On an active capture the packets already in the ring are
+    /// filtered with it too.
+    pub fn set_live_filter(&mut self, filter: LiveFilter) -> Result<Placement, Error> {
+        let accept_all = [Insn::stmt(0x06, self.snaplen)]; // ret #snaplen
+        sys::attach_filter(&self.fd, &accept_all).map_err(io_err("SO_ATTACH_FILTER"))?;
+        self.filter = Some(UserPredicate::Live(Box::new(filter)));
+        self.placement = Placement::Userland;
+        Ok(self.placement)
+    }
+
+    /// The [`LiveFilter`] installed with [`Capture::set_live_filter`], to
+    /// update: a change applies from the next block on.
+    pub fn live_filter_mut(&mut self) -> Option<&mut LiveFilter> {
+        match self.filter.as_mut() {
+            Some(UserPredicate::Live(f)) => Some(f),
+            _ => None,
+        }
     }
 
     /// Binds the socket to the interface (sets promiscuous mode, joins the
@@ -767,6 +791,24 @@ pub fn vlan_passthrough(prog: &[Insn], snaplen: u32) -> Vec<Insn> {
     v
 }
 
+/// The filter run in user space.
+enum UserPredicate {
+    /// A compiled filter (also attached to the kernel when exact).
+    Static(Filter),
+    /// A filter updated while packets flow.
+    Live(Box<LiveFilter>),
+}
+
+impl UserPredicate {
+    #[inline]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        match self {
+            UserPredicate::Static(f) => f.matches(data, wire_len),
+            UserPredicate::Live(f) => f.matches(data, wire_len),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum UserFilter {
     None,
@@ -782,7 +824,7 @@ pub struct Block<'c> {
     consumed: bool,
     framing: Framing,
     snaplen: u32,
-    filter: Option<&'c Filter>,
+    filter: Option<&'c UserPredicate>,
     user_filter: UserFilter,
     counters: &'c mut Counters,
 }
@@ -848,7 +890,7 @@ pub struct Packets<'b> {
     remaining: u32,
     framing: Framing,
     snaplen: usize,
-    filter: Option<&'b Filter>,
+    filter: Option<&'b UserPredicate>,
     user_filter: UserFilter,
     counters: &'b mut Counters,
 }

@@ -1,6 +1,8 @@
 //! The `sift -i` capture loop.
 
-use std::io::{self, BufWriter, Write};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::sync::mpsc;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -8,6 +10,7 @@ use std::time::{Duration, Instant};
 use sift_pcap::TsPrecision;
 
 use crate::output::{FileFormat, Output, OutputSpec, Rotation, Written};
+use crate::updates::{self, LiveFilter};
 
 use crate::{
     sys, Capture, Config, Error, Fanout, FanoutMode, Packet, Placement, RingConfig, Stats,
@@ -51,6 +54,12 @@ pub struct CaptureArgs {
     /// `-C`/`-G`/`-W` rotation of the `-w` file (with `--fanout`, each
     /// worker rotates its own files).
     pub rotation: Rotation,
+    /// `--engine dynamic`: filter in user space with sift's dynamic engine
+    /// ([`LiveFilter`]), which can be updated while the capture runs.
+    pub dynamic: bool,
+    /// `--updates FILE|-`: filter updates, one per line (see
+    /// [`crate::updates`]); needs `dynamic`. Applied between ring blocks.
+    pub updates: Option<PathBuf>,
 }
 
 impl CaptureArgs {
@@ -71,6 +80,8 @@ impl CaptureArgs {
             fanout: 0,
             format: FileFormat::Pcap,
             rotation: Rotation::default(),
+            dynamic: false,
+            updates: None,
         }
     }
 }
@@ -94,7 +105,10 @@ fn open_member(args: &CaptureArgs, fanout: Option<Fanout>) -> Result<Capture, St
         Error::Permission => e.to_string(),
         e => format!("{}: {e}", args.interface),
     })?;
-    if !args.expression.trim().is_empty() {
+    if args.dynamic {
+        let f = LiveFilter::new(&args.expression, &cap.compile_options())?;
+        cap.set_live_filter(f).map_err(|e| e.to_string())?;
+    } else if !args.expression.trim().is_empty() {
         let f =
             sift::Filter::new(&args.expression, &cap.compile_options()).map_err(|e| e.render())?;
         cap.set_filter(Some(f)).map_err(|e| e.to_string())?;
@@ -125,6 +139,10 @@ fn capture_loop(
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<bool>,
     taken: &AtomicU64,
 ) -> Result<Stats, String> {
+    let updates = match &args.updates {
+        Some(source) if cap.live_filter_mut().is_some() => Some(open_updates(source)?),
+        _ => None,
+    };
     cap.activate().map_err(|e| e.to_string())?;
     let mut captured = 0u64;
     let limit = args.count.unwrap_or(u64::MAX);
@@ -137,6 +155,9 @@ fn capture_loop(
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
+        }
+        if let Some(rx) = &updates {
+            apply_updates(args, cap, rx);
         }
         let Some(mut block) = cap.next_block(tick).map_err(|e| e.to_string())? else {
             continue;
@@ -155,6 +176,44 @@ fn capture_loop(
     let mut stats = cap.stats().map_err(|e| e.to_string())?;
     stats.captured = captured;
     Ok(stats)
+}
+
+/// Starts the thread that reads `--updates` lines (`-`: standard input).
+fn open_updates(source: &Path) -> Result<mpsc::Receiver<(usize, String)>, String> {
+    let reader: Box<dyn BufRead + Send> = if source.as_os_str() == "-" {
+        Box::new(BufReader::new(io::stdin()))
+    } else {
+        Box::new(BufReader::new(
+            File::open(source).map_err(|e| format!("{}: {e}", source.display()))?,
+        ))
+    };
+    Ok(updates::spawn_reader(reader))
+}
+
+/// Applies the update lines that arrived (between two blocks, so a block's
+/// packets all see one filter). Errors are reported and skipped.
+fn apply_updates(args: &CaptureArgs, cap: &mut Capture, rx: &mpsc::Receiver<(usize, String)>) {
+    while let Ok((n, line)) = rx.try_recv() {
+        let Some(f) = cap.live_filter_mut() else {
+            return;
+        };
+        let mut err = io::stderr().lock();
+        match f.apply_line(n, &line) {
+            Ok(Some(now)) if !args.quiet => {
+                let _ = writeln!(err, "sift: update {n} applied; filter: {now}");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                // The caret lines, if any, stay under the first line.
+                let text = e.to_string();
+                let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+                let _ = writeln!(err, "sift: {first} (filter unchanged)");
+                if !rest.is_empty() {
+                    let _ = writeln!(err, "{rest}");
+                }
+            }
+        }
+    }
 }
 
 /// Writes the packets of `cap` to the `-w` output at `path` (`-` for
@@ -262,6 +321,9 @@ fn listening_line(args: &CaptureArgs, cap: &Capture) {
 /// `--fanout N`: N members of one hash fanout group, one thread and one
 /// file each.
 fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
+    if args.updates.is_some() {
+        return Err("--updates is not available with --fanout".into());
+    }
     let Some(path) = args.write.as_deref().filter(|p| p.as_os_str() != "-") else {
         return Err("--fanout needs -w FILE (each worker writes its own file)".into());
     };
@@ -322,6 +384,9 @@ fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
 /// lines on standard error. Returns the statistics.
 pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
     sys::clear_stop();
+    if args.updates.is_some() && !args.dynamic {
+        return Err("--updates needs --engine dynamic".into());
+    }
     let stats = if args.fanout >= 2 {
         capture_fanout(args)?
     } else {

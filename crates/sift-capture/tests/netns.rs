@@ -1108,3 +1108,91 @@ fn time_rotation_names_files_with_strftime() {
     assert_eq!(count_accepted_records(&files), total, "nothing lost across files");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn file_contains(path: &std::path::Path, needle: &[u8]) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+}
+
+#[test]
+fn dynamic_updates_apply_to_the_running_capture() {
+    use std::io::Write as _;
+    let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let pair = setup_or_skip!();
+    let dir = test_dir();
+    let fifo = dir.join("updates");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let path = dir.join("out.pcap");
+    let mut args = CaptureArgs::new(&pair.vb);
+    args.expression = "udp dst port 1000".into();
+    args.dynamic = true;
+    args.updates = Some(fifo.clone());
+    args.write = Some(path.clone());
+    args.packet_buffered = true;
+    args.ring = small_ring();
+    args.quiet = true;
+    let run = in_netns(&pair.b, move || sift_capture::capture_main(&args));
+    // Opening the FIFO waits for the capture to open it.
+    let mut updates = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let va = pair.va.clone();
+    let p2 = path.clone();
+    let sender = in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        let send = |port: u16, text: &str| {
+            inj.send(&eth(&[], 0x0800, &udp(port, text.as_bytes())))
+                .unwrap()
+        };
+        // Sends `port`/`text` (again every 25 ms) until it is in the file.
+        let until_seen = |port: u16, text: &str| {
+            for _ in 0..400 {
+                send(port, text);
+                thread::sleep(Duration::from_millis(25));
+                if file_contains(&p2, text.as_bytes()) {
+                    return;
+                }
+            }
+            panic!("{text} never captured");
+        };
+        let mut update = |line: &str| {
+            updates.write_all(line.as_bytes()).unwrap();
+            updates.flush().unwrap();
+        };
+        until_seen(1000, "SYNC-0"); // the capture is running
+        send(1000, "before-1000");
+        send(2121, "before-2121");
+        until_seen(1000, "SYNC-1");
+        update("+udp dst port 2121\n");
+        until_seen(2121, "PROBE-A");
+        send(1000, "after-1000");
+        send(2121, "after-2121");
+        until_seen(1000, "SYNC-2");
+        // A bad line changes nothing; the capture goes on.
+        update("+udp dst port 99999\n-udp dst port 2121\n+udp dst port 3333\n");
+        until_seen(3333, "PROBE-B");
+        send(2121, "late-2121");
+        send(1000, "late-1000");
+        until_seen(1000, "SYNC-3");
+        update("udp dst port 4444\n");
+        until_seen(4444, "PROBE-C");
+        send(1000, "last-1000");
+        until_seen(4444, "SYNC-4");
+        sift_capture::request_stop();
+        run.join().unwrap()
+    });
+    let stats = sender.join().unwrap().expect("capture_main");
+    assert!(stats.captured >= 10);
+    for (text, captured) in [
+        ("before-1000", true),
+        ("before-2121", false),
+        ("after-1000", true),
+        ("after-2121", true),
+        ("late-2121", false),
+        ("late-1000", true),
+        ("last-1000", false),
+    ] {
+        assert_eq!(file_contains(&path, text.as_bytes()), captured, "{text}");
+    }
+    // The file is a valid capture of whole records.
+    let cap = sift_pcap::Capture::open(&path).unwrap();
+    assert_eq!(cap.packets().count() as u64, stats.captured);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,6 +35,8 @@ pub struct Args {
     pub max_files: Option<u32>,
     /// `--pcapng`: write pcapng instead of pcap.
     pub pcapng: bool,
+    /// `--updates FILE|-`: filter updates for a running capture, one per line.
+    pub updates: Option<String>,
     /// `-c N`: stop after N matching packets.
     pub max_packets: Option<u64>,
     /// `-y LINKTYPE`.
@@ -109,6 +111,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
             match name {
                 "count" => a.count = true,
                 "pcapng" => a.pcapng = true,
+                "updates" => a.updates = Some(value(&mut i)?),
                 "interface" => a.interface = Some(value(&mut i)?),
                 "list-interfaces" => a.list_interfaces = true,
                 "no-promiscuous-mode" => a.no_promisc = true,
@@ -234,6 +237,8 @@ mod tests {
         assert!(p(&["-D"]).list_interfaces);
         let a = p(&["-i", "eth0", "-w", "out-%H", "-C", "10", "-G60", "-W", "5", "--pcapng"]);
         assert_eq!((a.file_size_mb, a.rotate_seconds, a.max_files, a.pcapng), (Some(10), Some(60), Some(5), true));
+        let a = p(&["-i", "eth0", "--engine", "dynamic", "--updates", "-", "tcp"]);
+        assert_eq!((a.engine.as_deref(), a.updates.as_deref()), (Some("dynamic"), Some("-")));
     }
 
     #[test]

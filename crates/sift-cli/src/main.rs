@@ -20,7 +20,8 @@ use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] [-r file] [-s snaplen]
-            [-w file] [-W count] [-y linktype] [--pcapng] [--count] [--engine NAME] [--bpf-file FILE] [--time-stamp-precision micro|nano]
+            [-w file] [-W count] [-y linktype] [--pcapng] [--count] [--engine NAME] [--updates FILE]
+            [--bpf-file FILE] [--time-stamp-precision micro|nano]
             [expression]
        sift explain [-y linktype] [-s snaplen] expression
        sift gen KIND --count N -w FILE [--seed S]      (workloads: sift gen --help)
@@ -32,6 +33,10 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] 
   -p -U -B KiB no promiscuous mode / flush per packet / ring size (live capture)
   --fanout N   N capture threads (PACKET_FANOUT by flow), one output file each (-w out.pcap → out.N.pcap)
   --ring-block-size BYTES, --ring-timeout MS   TPACKET_V3 ring geometry and block retire timeout
+  --engine dynamic --updates FILE|-   (with -i) change the filter while capturing, one line per change:
+               EXPR  a new filter  |  +EXPR  also capture EXPR  |  -EXPR  withdraw a +EXPR, or stop
+               capturing EXPR  |  ?  show the filter  |  # comment. A bad line is reported with a caret
+               and changes nothing; changes apply from the next ring block on
   -w FILE      write matching packets as pcap ('-' = stdout)
   --pcapng     write pcapng instead (SHB, one IDB with link type/snaplen/if_tsresol, EPBs)
   -C MB        with -w: new file when the current one exceeds MB x 1,000,000 bytes (FILE, FILE1, FILE2, ...)
@@ -209,6 +214,9 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
     if a.write.is_none() && (a.pcapng || a.file_size_mb.is_some() || a.rotate_seconds.is_some() || a.max_files.is_some()) {
         return Err(Fail("--pcapng, -C, -G and -W need -w FILE".into()));
     }
+    if a.updates.is_some() && a.interface.is_none() {
+        return Err(Fail("--updates changes the filter of a live capture: it needs -i".into()));
+    }
     if let Some(iface) = &a.interface {
         if a.read.is_some() {
             return Err(Fail("give either -i (live capture) or -r (a file), not both".into()));
@@ -248,8 +256,13 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
 
 /// `sift -i IFACE`: live capture through sift-capture's TPACKET_V3 ring.
 fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
-    if a.bpf_file.is_some() || a.engine.is_some() {
-        return Err(Fail("--bpf-file and --engine are not available with -i yet".into()));
+    let dynamic = match a.engine.as_deref() {
+        None | Some("meta") => a.updates.is_some(),
+        Some("dynamic") => true,
+        Some(_) => return Err(Fail("with -i, --engine takes meta (kernel where exact, else JIT) or dynamic".into())),
+    };
+    if a.bpf_file.is_some() {
+        return Err(Fail("--bpf-file is not available with -i yet".into()));
     }
     let mut c = sift_capture::CaptureArgs::new(iface);
     c.expression = expr.to_string();
@@ -275,6 +288,8 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
     }
     c.format = output_format(a);
     c.rotation = rotation(a);
+    c.dynamic = dynamic;
+    c.updates = a.updates.as_ref().map(std::path::PathBuf::from);
     sift_capture::capture_main(&c).map_err(Fail)?;
     Ok(ExitCode::SUCCESS)
 }
