@@ -785,150 +785,251 @@ fn ftp_background(rng: &mut Rng, id: u16, payload: &[u8]) -> Vec<u8> {
     ipv4_packet(am, bm, src, dst, id, &l4)
 }
 
-fn gen_ftp(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
-    let servers = ftp_servers();
-    let conns: usize = servers.iter().map(|s| s.1.len()).sum();
-    // About 20% of the packets belong to FTP (control + data), the rest is
-    // background; each data connection gets an equal share.
-    let ftp_budget = count / 5;
-    let per_conn = (ftp_budget / conns.max(1)).max(6);
-    let data_pkts = per_conn.saturating_sub(5).max(1);
+/// Shape of a passive-mode FTP trace ([`ftp_trace`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FtpOptions {
+    /// FTP servers (at most 10: [`ftp_servers`]).
+    pub servers: usize,
+    /// Data connections per server (at most 20), all open until the end.
+    pub conns_per_server: usize,
+    /// Background packets per second (spread evenly, with jitter).
+    pub background_pps: u64,
+    /// A new data connection (PASV, 227 reply, data) every this many ns;
+    /// servers take turns.
+    pub conn_interval_ns: u64,
+    /// From the `227` reply to the client's SYN on the data port (ns); the
+    /// SYN-ACK and the client's ACK follow at the same spacing.
+    pub syn_delay_ns: u64,
+    /// Each open data connection carries one data segment every this many ns.
+    pub data_interval_ns: u64,
+    /// Trace time after the last connection opens.
+    pub tail_ns: u64,
+    /// Random seed (background traffic).
+    pub seed: u64,
+}
+
+impl Default for FtpOptions {
+    /// 10 servers × 20 connections, one every ms, 1 segment/ms each, 500
+    /// kpps of background, 20 ms of tail: ≈ 0.22 s, ≈ 140k packets.
+    fn default() -> Self {
+        FtpOptions {
+            servers: 10,
+            conns_per_server: 20,
+            background_pps: 500_000,
+            conn_interval_ns: 1_000_000,
+            syn_delay_ns: 50_000,
+            data_interval_ns: 1_000_000,
+            tail_ns: 20_000_000,
+            seed: 1,
+        }
+    }
+}
+
+/// One passive-mode data connection of an FTP trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FtpConn {
+    /// The server (IPv4, host order).
+    pub server: u32,
+    /// The data port the server announced in its `227` reply.
+    pub port: u16,
+    /// The client (IPv4, host order).
+    pub client: u32,
+    /// The client's port of the data connection.
+    pub client_port: u16,
+    /// Index in the trace of the packet carrying the `227` reply.
+    pub reply_index: usize,
+    /// Indices in the trace of the data connection's packets, in order.
+    pub packets: Vec<usize>,
+}
+
+/// A generated FTP trace with what it contains.
+#[derive(Clone, Debug)]
+pub struct FtpTrace {
+    /// The packets, in timestamp order.
+    pub packets: Vec<Packet>,
+    /// The data connections, in the order they open.
+    pub conns: Vec<FtpConn>,
+}
+
+/// What a packet of the FTP trace is, while it is being built.
+enum FtpEvent {
+    Background,
+    Pasv(usize),
+    Reply(usize),
+    Data(usize, u32),
+}
+
+/// Generates a passive-mode FTP trace: `servers` × `conns_per_server` data
+/// connections opened one after another (servers take turns), each
+/// negotiated on the client's control connection to port 21 (`PASV`, then
+/// `227 Entering Passive Mode (h1,h2,h3,h4,p1,p2).`) and kept open to the
+/// end, amid `background_pps` of unrelated traffic. Deterministic for
+/// given options.
+pub fn ftp_trace(o: &FtpOptions) -> FtpTrace {
+    let mut rng = Rng::new(o.seed ^ 0xf7b_f7b);
+    let all = ftp_servers();
+    let servers = &all[..o.servers.min(all.len())];
+    let per = o.conns_per_server.min(20);
+    let n = servers.len() * per;
     let mut filler = Vec::new();
-    rng.fill(&mut filler, 1400);
-    let client_mac = mac_for(rng);
-    let server_mac = mac_for(rng);
-    // Background at 500 kpps: one packet every 2 µs.
-    let step = 2_000u64;
-    let mut ts = EPOCH * 1_000_000_000;
+    rng.fill(&mut filler, 512);
+    let client_mac = mac_for(&mut rng);
+    let server_mac = mac_for(&mut rng);
+    let lead = 1_000_000u64;
+    let end = lead + n as u64 * o.conn_interval_ns + o.tail_ns;
+    // (time, event), sorted by time (stable: insertion order breaks ties).
+    let mut events: Vec<(u64, FtpEvent)> = Vec::new();
+    let mut conns = Vec::with_capacity(n);
+    for k in 0..n {
+        let (i, j) = (k % servers.len(), k / servers.len());
+        let (server, ref ports) = servers[i];
+        let t = lead + k as u64 * o.conn_interval_ns;
+        conns.push(FtpConn {
+            server,
+            port: ports[j],
+            client: ip4(192, 0, 2, 10 + i as u8),
+            client_port: 21_000 + k as u16,
+            reply_index: 0,
+            packets: Vec::new(),
+        });
+        events.push((t, FtpEvent::Pasv(k)));
+        let reply = t + 50_000;
+        events.push((reply, FtpEvent::Reply(k)));
+        // SYN, SYN-ACK, ACK, then one data segment per interval.
+        let mut d = reply + o.syn_delay_ns.max(1);
+        for step in 0..3u32 {
+            events.push((d, FtpEvent::Data(k, step)));
+            d += o.syn_delay_ns.max(1);
+        }
+        let mut seg = 0u32;
+        while d < end {
+            events.push((d, FtpEvent::Data(k, 3 + seg)));
+            seg += 1;
+            d += o.data_interval_ns.max(1);
+        }
+    }
+    if let Some(step) = 1_000_000_000u64.checked_div(o.background_pps) {
+        let step = step.max(1);
+        let mut t = 0;
+        while t < end {
+            events.push((t + rng.below(step / 2 + 1), FtpEvent::Background));
+            t += step;
+        }
+    }
+    events.sort_by_key(|e| e.0);
+    let mut packets = Vec::with_capacity(events.len());
+    let base = EPOCH * 1_000_000_000;
     let mut id: u16 = 0;
-    let emit = |out: &mut Vec<Packet>, ts: &mut u64, p: Vec<u8>| {
-        *ts += step;
-        push(out, *ts, p);
-    };
-    // Each FTP packet is followed by a random run of background packets
-    // so that FTP is ≈20% of the trace.
-    let mut ftp_packets: Vec<Vec<u8>> = Vec::new();
-    // Connections are opened one after another, servers round-robin.
-    for j in 0..20 {
-        for (i, (server, ports)) in servers.iter().enumerate() {
-            let Some(&port) = ports.get(j) else { continue };
-            let client = ip4(192, 0, 2, 10 + i as u8);
-            let cport = 40_000 + (i * 20 + j) as u16;
-            id = id.wrapping_add(1);
-            // Control connection: PASV, then the 227 reply.
-            let l4 = L4::Tcp {
-                sport: cport,
-                dport: 21,
-                seq: 1,
-                ack: 1,
-                flags: 0x18,
-                opts: 0,
-                payload: b"PASV\r\n",
-            };
-            ftp_packets.push(ipv4_packet(
-                client_mac, server_mac, client, *server, id, &l4,
-            ));
-            let h = server.to_be_bytes();
-            let reply = format!(
-                "227 Entering Passive Mode ({},{},{},{},{},{}).\r\n",
-                h[0],
-                h[1],
-                h[2],
-                h[3],
-                port >> 8,
-                port & 0xff
-            );
-            let l4 = L4::Tcp {
-                sport: 21,
-                dport: cport,
-                seq: 1,
-                ack: 7,
-                flags: 0x18,
-                opts: 0,
-                payload: reply.as_bytes(),
-            };
-            ftp_packets.push(ipv4_packet(
-                server_mac, client_mac, *server, client, id, &l4,
-            ));
-            // Data connection: SYN, SYN-ACK, data from the server, FIN.
-            let dport_c = cport + 1;
-            let l4 = L4::Tcp {
-                sport: dport_c,
-                dport: port,
-                seq: 0,
-                ack: 0,
-                flags: 0x02,
-                opts: 0,
-                payload: &[],
-            };
-            ftp_packets.push(ipv4_packet(
-                client_mac, server_mac, client, *server, id, &l4,
-            ));
-            let l4 = L4::Tcp {
-                sport: port,
-                dport: dport_c,
-                seq: 0,
-                ack: 1,
-                flags: 0x12,
-                opts: 0,
-                payload: &[],
-            };
-            ftp_packets.push(ipv4_packet(
-                server_mac, client_mac, *server, client, id, &l4,
-            ));
-            for k in 0..data_pkts {
-                let l4 = L4::Tcp {
-                    sport: port,
-                    dport: dport_c,
-                    seq: 1 + 1400 * k as u32,
-                    ack: 1,
-                    flags: 0x18,
-                    opts: 0,
-                    payload: &filler,
-                };
-                ftp_packets.push(ipv4_packet(
-                    server_mac, client_mac, *server, client, id, &l4,
-                ));
+    for (t, ev) in events {
+        id = id.wrapping_add(1);
+        let p = match ev {
+            FtpEvent::Background => ftp_background(&mut rng, id, &filler),
+            FtpEvent::Pasv(k) | FtpEvent::Reply(k) => {
+                if matches!(ev, FtpEvent::Reply(_)) {
+                    conns[k].reply_index = packets.len();
+                }
+                let c = &conns[k];
+                let cport = 20_000 + (k % servers.len()) as u16;
+                if matches!(ev, FtpEvent::Pasv(_)) {
+                    let l4 = L4::Tcp {
+                        sport: cport,
+                        dport: 21,
+                        seq: 1 + 6 * k as u32,
+                        ack: 1,
+                        flags: 0x18,
+                        opts: 0,
+                        payload: b"PASV\r\n",
+                    };
+                    ipv4_packet(client_mac, server_mac, c.client, c.server, id, &l4)
+                } else {
+                    let h = c.server.to_be_bytes();
+                    let reply = format!(
+                        "227 Entering Passive Mode ({},{},{},{},{},{}).\r\n",
+                        h[0],
+                        h[1],
+                        h[2],
+                        h[3],
+                        c.port >> 8,
+                        c.port & 0xff
+                    );
+                    let l4 = L4::Tcp {
+                        sport: 21,
+                        dport: cport,
+                        seq: 1,
+                        ack: 7 + 6 * k as u32,
+                        flags: 0x18,
+                        opts: 0,
+                        payload: reply.as_bytes(),
+                    };
+                    ipv4_packet(server_mac, client_mac, c.server, c.client, id, &l4)
+                }
             }
-            let l4 = L4::Tcp {
-                sport: port,
-                dport: dport_c,
-                seq: 0,
-                ack: 1,
-                flags: 0x11,
-                opts: 0,
-                payload: &[],
-            };
-            ftp_packets.push(ipv4_packet(
-                server_mac, client_mac, *server, client, id, &l4,
-            ));
-        }
+            FtpEvent::Data(k, step) => {
+                conns[k].packets.push(packets.len());
+                let c = &conns[k];
+                let (flags, to_server, payload): (u8, bool, &[u8]) = match step {
+                    0 => (0x02, true, &[]),
+                    1 => (0x12, false, &[]),
+                    2 => (0x10, true, &[]),
+                    _ => (0x18, false, &filler),
+                };
+                let seq = 1 + (step.saturating_sub(3)) * 512;
+                if to_server {
+                    let l4 = L4::Tcp {
+                        sport: c.client_port,
+                        dport: c.port,
+                        seq: 0,
+                        ack: 1,
+                        flags,
+                        opts: 0,
+                        payload,
+                    };
+                    ipv4_packet(client_mac, server_mac, c.client, c.server, id, &l4)
+                } else {
+                    let l4 = L4::Tcp {
+                        sport: c.port,
+                        dport: c.client_port,
+                        seq,
+                        ack: 1,
+                        flags,
+                        opts: 0,
+                        payload,
+                    };
+                    ipv4_packet(server_mac, client_mac, c.server, c.client, id, &l4)
+                }
+            }
+        };
+        push(&mut packets, base + t, p);
     }
-    let background_total = count.saturating_sub(ftp_packets.len());
-    let per_ftp = background_total / ftp_packets.len().max(1);
-    let mut bg_left = background_total;
-    for p in ftp_packets {
-        if out.len() >= count {
-            return;
-        }
-        emit(out, &mut ts, p);
-        let run = if per_ftp == 0 {
-            0
-        } else {
-            rng.range(0, 2 * per_ftp as u64) as usize
-        }
-        .min(bg_left);
-        for _ in 0..run {
-            id = id.wrapping_add(1);
-            emit(out, &mut ts, ftp_background(rng, id, &filler));
-        }
-        bg_left -= run;
-    }
-    while out.len() < count {
+    FtpTrace { packets, conns }
+}
+
+/// `generate(Kind::Ftp, count, seed)`: the default [`ftp_trace`] with its
+/// background rate scaled so that the trace holds `count` packets (cut
+/// short when the FTP packets alone are more).
+fn gen_ftp(rng: &mut Rng, count: usize, out: &mut Vec<Packet>) {
+    let mut o = FtpOptions {
+        background_pps: 0,
+        seed: rng.next_u64(),
+        ..FtpOptions::default()
+    };
+    let ftp = ftp_trace(&o).packets.len();
+    let secs = (1_000_000 + 200 * o.conn_interval_ns + o.tail_ns) as f64 / 1e9;
+    o.background_pps = (count.saturating_sub(ftp) as f64 / secs).ceil() as u64;
+    let mut t = ftp_trace(&o).packets;
+    t.truncate(count);
+    // Rounding may leave a few packets short: pad with background after the end.
+    let mut ts = t.last().map_or(EPOCH * 1_000_000_000, |p| p.ts_ns);
+    let mut id = 0u16;
+    let mut filler = Vec::new();
+    rng.fill(&mut filler, 512);
+    while t.len() < count {
+        ts += 2_000;
         id = id.wrapping_add(1);
         let p = ftp_background(rng, id, &filler);
-        emit(out, &mut ts, p);
+        push(&mut t, ts, p);
     }
+    *out = t;
 }
 
 /// Writes `packets` as a microsecond pcap file (Ethernet) to `w`.

@@ -9,6 +9,10 @@
 //! * [`bench`]: compile, warm up, sample whole passes, check that every
 //!   engine's match count agrees.
 //! * [`report`]: terminal table, JSON lines, SVG chart.
+//! * [`dynamic`]: `sift bench --dynamic`, update latency of the dynamic
+//!   engine beside full recompiles.
+//! * [`ftpcap`]: the FTP experiment (replay a passive-mode FTP trace,
+//!   follow the data ports, count the packets missed meanwhile).
 //!
 //! [`gen_main`] and [`bench_main`] are the command-line front ends.
 #![warn(missing_docs)]
@@ -16,8 +20,10 @@
 #![deny(unsafe_code)]
 
 pub mod bench;
+pub mod dynamic;
 pub mod engines;
 pub mod filters;
+pub mod ftpcap;
 pub mod gen;
 pub mod handwritten;
 #[allow(unsafe_code)]
@@ -36,9 +42,13 @@ pub use gen::{generate, Kind, Packet};
 pub const GEN_USAGE: &str = "\
 usage: sift gen KIND [--count N] [--seed S] -w FILE
   KIND: tcp5555 | pingflood | web | mixed | ftp
-  --count N   packets to generate (default: 20000 for web, 200000 for ftp, 1000000 otherwise)
+  --count N   packets to generate (default: 20000 for web, 1000000 otherwise; ftp: the whole trace)
   --seed S    random seed (default 1); the same seed gives the same file
-  -w FILE     pcap file to write (Ethernet, microsecond timestamps)";
+  -w FILE     pcap file to write (Ethernet, microsecond timestamps)
+  ftp: passive-mode FTP, 10 servers x 20 data connections opened one after another (one per ms,
+       kept open, 1 segment/ms each), 227 replies, amid background traffic (0.22 s, 135600 packets);
+       with --count N the background rate is scaled to make N packets
+  --background-pps N  ftp without --count: background packets per second (default 500000)";
 
 /// Usage of `sift bench`.
 pub const BENCH_USAGE: &str = "\
@@ -54,7 +64,15 @@ usage: sift bench [options]
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
   --svg FILE           write a bar chart (median, min–max whiskers)
-  --list               list filters and engines, then exit";
+  --list               list filters and engines, then exit
+
+usage: sift bench --dynamic [options]     update latency of the dynamic engine vs full recompiles
+  --connections N[,N...]  filter sizes (default 1,10,50,200)
+  --samples N             samples per operation for the dynamic engine (default 10000)
+  --recompile-samples N   samples per operation for each recompile strategy (default 50)
+  --strategies S[,S...]   dynamic, sift-recompile, libpcap-recompile, libpcap-recompile-O (default: all)
+  --json                  JSON lines on stdout (operation, strategy, connections, samples, median_ns,
+                          p99_ns, min_ns, max_ns); table on stderr";
 
 /// Skips a leading subcommand word (`gen`/`bench`) if present, so both
 /// `["gen", "web", ...]` and `["web", ...]` are accepted.
@@ -87,6 +105,7 @@ pub fn gen_main(args: &[String]) -> Result<(), String> {
     let mut count: Option<usize> = None;
     let mut seed: u64 = 1;
     let mut out: Option<String> = None;
+    let mut background_pps: Option<u64> = None;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -94,6 +113,7 @@ pub fn gen_main(args: &[String]) -> Result<(), String> {
             "--count" | "-c" => count = Some(parse_num(value(args, &mut i, a)?, a)?),
             "--seed" => seed = parse_num(value(args, &mut i, a)?, a)?,
             "-w" | "--write" => out = Some(value(args, &mut i, a)?.to_string()),
+            "--background-pps" => background_pps = Some(parse_num(value(args, &mut i, a)?, a)?),
             "-h" | "--help" => return Err(GEN_USAGE.to_string()),
             _ if a.starts_with('-') => return Err(format!("unknown option {a}\n{GEN_USAGE}")),
             _ if kind.is_none() => kind = Some(a.parse()?),
@@ -103,8 +123,19 @@ pub fn gen_main(args: &[String]) -> Result<(), String> {
     }
     let kind = kind.ok_or_else(|| format!("missing workload KIND\n{GEN_USAGE}"))?;
     let out = out.ok_or_else(|| format!("missing -w FILE\n{GEN_USAGE}"))?;
-    let count = count.unwrap_or_else(|| kind.default_count());
-    let packets = generate(kind, count, seed);
+    if background_pps.is_some() && (kind != Kind::Ftp || count.is_some()) {
+        return Err("--background-pps applies to ftp without --count".into());
+    }
+    let packets = match (kind, count) {
+        (Kind::Ftp, None) => {
+            let mut o = gen::FtpOptions { seed, ..Default::default() };
+            if let Some(r) = background_pps {
+                o.background_pps = r;
+            }
+            gen::ftp_trace(&o).packets
+        }
+        _ => generate(kind, count.unwrap_or_else(|| kind.default_count()), seed),
+    };
     gen::write_pcap_file(Path::new(&out), &packets).map_err(|e| format!("{out}: {e}"))?;
     Ok(())
 }
@@ -134,6 +165,16 @@ pub struct BenchArgs {
     pub svg: Option<String>,
     /// List and exit.
     pub list: bool,
+    /// `--dynamic`: update latency instead of filtering speed.
+    pub dynamic: bool,
+    /// `--samples` was given.
+    pub samples_set: bool,
+    /// `--connections` (dynamic).
+    pub connections: Option<Vec<usize>>,
+    /// `--recompile-samples` (dynamic).
+    pub recompile_samples: Option<usize>,
+    /// `--strategies` (dynamic).
+    pub strategies: Option<String>,
 }
 
 /// Parses `sift bench` arguments (a leading `bench` is skipped).
@@ -160,7 +201,22 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
             "--filters" | "--filter" => b.filters = Some(value(args, &mut i, a)?.to_string()),
             "--expr" => b.exprs.push(value(args, &mut i, a)?.to_string()),
             "--engines" | "--engine" => b.engines = Some(value(args, &mut i, a)?.to_string()),
-            "--samples" => b.samples = parse_num(value(args, &mut i, a)?, a)?,
+            "--samples" => {
+                b.samples = parse_num(value(args, &mut i, a)?, a)?;
+                b.samples_set = true;
+            }
+            "--dynamic" => b.dynamic = true,
+            "--connections" => {
+                let v = value(args, &mut i, a)?;
+                b.connections = Some(
+                    v.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| parse_num(s, a))
+                        .collect::<Result<_, _>>()?,
+                );
+            }
+            "--recompile-samples" => b.recompile_samples = Some(parse_num(value(args, &mut i, a)?, a)?),
+            "--strategies" | "--strategy" => b.strategies = Some(value(args, &mut i, a)?.to_string()),
             "--min-sample-ms" => b.min_sample_ms = parse_num(value(args, &mut i, a)?, a)?,
             "--json" => b.json = true,
             "--svg" => b.svg = Some(value(args, &mut i, a)?.to_string()),
@@ -244,6 +300,9 @@ pub fn run(
 /// match counts disagree.
 pub fn bench_main(args: &[String]) -> Result<(), String> {
     let b = parse_bench_args(args)?;
+    if b.dynamic {
+        return dynamic_bench_main(&b);
+    }
     if b.list {
         println!("filters:");
         for f in standard_filters() {
@@ -307,5 +366,55 @@ pub fn bench_main(args: &[String]) -> Result<(), String> {
     if let Some(path) = &b.svg {
         std::fs::write(path, report::svg_chart(&results)).map_err(|e| format!("{path}: {e}"))?;
     }
+    Ok(())
+}
+
+/// The `--dynamic` options of parsed `sift bench` arguments.
+pub fn dynamic_options(b: &BenchArgs) -> dynamic::DynamicBenchOptions {
+    let mut o = dynamic::DynamicBenchOptions::default();
+    if let Some(c) = &b.connections {
+        o.connections = c.clone();
+    }
+    if b.samples_set {
+        o.samples = b.samples;
+    }
+    if let Some(r) = b.recompile_samples {
+        o.recompile_samples = r.max(1);
+    }
+    if let Some(s) = &b.strategies {
+        o.strategies = s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+    }
+    o
+}
+
+/// `sift bench --dynamic`: the update-latency table (stdout, or stderr with
+/// `--json`), JSON lines with `--json`.
+fn dynamic_bench_main(b: &BenchArgs) -> Result<(), String> {
+    let o = dynamic_options(b);
+    let mut table_out: Box<dyn Write> = if b.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let _ = writeln!(table_out, "{}", dynamic::table_header());
+    if o.strategies.iter().any(|s| s.starts_with("libpcap")) && libpcap::Libpcap::get().is_none() {
+        eprintln!("note: libpcap not found; its strategies skipped");
+    }
+    let mut stdout = std::io::stdout();
+    let mut dyn_medians: Vec<(String, usize, u64)> = Vec::new();
+    let results = dynamic::run_dynamic_bench(&o, &mut |m| {
+        if m.strategy == "dynamic" {
+            dyn_medians.push((m.operation.clone(), m.connections, m.median_ns));
+        }
+        let d = dyn_medians
+            .iter()
+            .find(|d| d.0 == m.operation && d.1 == m.connections)
+            .map(|d| d.2);
+        let _ = writeln!(table_out, "{}", dynamic::table_row(m, d));
+        if b.json {
+            let _ = writeln!(stdout, "{}", m.json_line());
+        }
+    })?;
+    let _ = write!(table_out, "\n{}", dynamic::summary(&results));
     Ok(())
 }

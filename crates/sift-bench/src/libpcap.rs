@@ -233,6 +233,13 @@ impl LibpcapFilter {
     }
 }
 
+// SAFETY: a LibpcapFilter exclusively owns its pcap_t (from pcap_open_dead)
+// and its compiled program; neither is tied to the thread that made it
+// (libpcap keeps no thread-local state for a dead handle), and moving the
+// owner moves every use with it: `ftpcap` compiles on an updater thread and
+// filters on another, one at a time.
+unsafe impl Send for LibpcapFilter {}
+
 impl Drop for LibpcapFilter {
     fn drop(&mut self) {
         if self.compiled {

@@ -26,6 +26,7 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] 
        sift explain [-y linktype] [-s snaplen] expression
        sift gen KIND --count N -w FILE [--seed S]      (workloads: sift gen --help)
        sift bench [--workload KIND|FILE] [--filters ...] [--engines ...] [--json] [--svg FILE]
+       sift bench --dynamic [--connections N,...] [--samples N] [--json]   (update latency)
 
   -r FILE      read packets from a pcap/pcapng file ('-' = stdin)
   -i IFACE     capture live from IFACE ('any' = all, cooked); needs root or CAP_NET_RAW
