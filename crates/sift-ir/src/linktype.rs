@@ -92,6 +92,22 @@ impl LinkType {
     pub const IPV6: LinkType = LinkType(229);
     /// Linux cooked capture v2.
     pub const LINUX_SLL2: LinkType = LinkType(276);
+    /// IEEE 802 Token Ring.
+    pub const IEEE802: LinkType = LinkType(6);
+    /// FDDI.
+    pub const FDDI: LinkType = LinkType(10);
+    /// IEEE 802.11 wireless LAN.
+    pub const IEEE802_11: LinkType = LinkType(105);
+    /// 802.11 after a Prism (or AVS) monitor-mode header.
+    pub const PRISM_HEADER: LinkType = LinkType(119);
+    /// RFC 2625 IP over Fibre Channel.
+    pub const IP_OVER_FC: LinkType = LinkType(122);
+    /// 802.11 after a radiotap header.
+    pub const IEEE802_11_RADIO: LinkType = LinkType(127);
+    /// 802.11 after an AVS radio information header.
+    pub const IEEE802_11_RADIO_AVS: LinkType = LinkType(163);
+    /// Per-Packet Information header (802.11 inside it, for filtering).
+    pub const PPI: LinkType = LinkType(192);
 
     /// The link type of a savefile header's LINKTYPE_* value.
     pub fn from_linktype(linktype: u32) -> LinkType {

@@ -14,6 +14,7 @@
 //! (cut anywhere, often inside the headers), a few are tiny (0 to 20
 //! bytes), a few claim a wire length shorter than what was captured.
 
+use crate::packets_wlan;
 use crate::pool;
 use crate::rng::Rng;
 use sift_ir::LinkType;
@@ -104,6 +105,14 @@ pub fn full_frame(rng: &mut Rng, lt: LinkType) -> Vec<u8> {
         LinkType::LOOP => loopback(rng, true),
         LinkType::LINUX_SLL => sll(rng),
         LinkType::LINUX_SLL2 => sll2(rng),
+        LinkType::IEEE802_11 => packets_wlan::ieee80211(rng).0,
+        LinkType::IEEE802_11_RADIO => packets_wlan::radiotap(rng),
+        LinkType::IEEE802_11_RADIO_AVS => packets_wlan::avs(rng),
+        LinkType::PRISM_HEADER => packets_wlan::prism(rng),
+        LinkType::PPI => packets_wlan::ppi(rng),
+        LinkType::FDDI => packets_wlan::fddi(rng),
+        LinkType::IEEE802 => packets_wlan::token_ring(rng),
+        LinkType::IP_OVER_FC => packets_wlan::ip_over_fc(rng),
         _ => garbage(rng),
     }
 }
@@ -123,12 +132,12 @@ fn set16(v: &mut [u8], at: usize, x: u16) {
     }
 }
 
-fn garbage(rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn garbage(rng: &mut Rng) -> Vec<u8> {
     let n = rng.index(100);
     rng.bytes(n)
 }
 
-fn mac(rng: &mut Rng) -> [u8; 6] {
+pub(crate) fn mac(rng: &mut Rng) -> [u8; 6] {
     if rng.chance(0.75) {
         *rng.pick(pool::MAC)
     } else {
@@ -175,7 +184,7 @@ fn port(rng: &mut Rng) -> u16 {
     }
 }
 
-fn ethertype(rng: &mut Rng) -> u16 {
+pub(crate) fn ethertype(rng: &mut Rng) -> u16 {
     match rng.below(20) {
         0..=8 => 0x0800,
         9..=13 => 0x86dd,
@@ -187,7 +196,7 @@ fn ethertype(rng: &mut Rng) -> u16 {
 }
 
 /// The network-layer payload for an EtherType (usually matching it).
-fn l3_for(rng: &mut Rng, et: u16) -> Vec<u8> {
+pub(crate) fn l3_for(rng: &mut Rng, et: u16) -> Vec<u8> {
     if rng.chance(0.08) {
         // Deliberately mismatched.
         return match rng.below(3) {

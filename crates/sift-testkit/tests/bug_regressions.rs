@@ -74,7 +74,36 @@ const FOLLOWS_MASTER: &[FollowsMaster] = &[
                  sift loads it as master does: (byte & V) != 0",
         program: "(000) ldb [8]\n(001) and #0x5\n(002) jeq #0x0 jt 3 jf 4\n(003) ret #0\n(004) ret #SNAPLEN\n",
     },
+    // An open libpcap bug (still in master): the scratch register that
+    // holds a run-time link-layer offset is given to another use, so the
+    // program loads at a wrong offset. The reference program is libpcap's
+    // own with the register conflict removed (its intended semantics).
+    FollowsMaster {
+        id: "libpcap#1192",
+        expr: "(radio[16] & 0x40) == 0 and type mgt subtype probe-req",
+        commit: "none: open libpcap bug #1192",
+        reason: "the arithmetic of 'radio[16] & 0x40' reuses the register libpcap's prologue stored the radiotap \
+                 length in (it is allocated later, by 'type'), so libpcap reads the frame control at offset 0; \
+                 sift reads it after the radiotap header",
+        program: "(000) ldb [3]\n(001) lsh #8\n(002) tax\n(003) ldb [2]\n(004) or x\n(005) st M[3]\n\
+                  (006) tax\n(007) ld #0x10\n(008) st M[0]\n(009) ldx M[0]\n(010) ldb [x + 0]\n(011) st M[1]\n\
+                  (012) ld #0x40\n(013) st M[2]\n(014) ldx M[2]\n(015) ld M[1]\n(016) and x\n(017) st M[2]\n\
+                  (018) ld #0x0\n(019) st M[4]\n(020) ldx M[4]\n(021) ld M[2]\n(022) sub x\n\
+                  (023) jeq #0x0 jt 24 jf 29\n(024) ldx M[3]\n(025) ldb [x + 0]\n(026) and #0xfc\n\
+                  (027) jeq #0x40 jt 28 jf 29\n(028) ret #SNAPLEN\n(029) ret #0\n",
+    },
 ];
+
+/// Rows whose libpcap program reads scratch memory it never wrote: its
+/// verdicts depend on whatever `bpf_filter`'s stack held (1.10.3 does not
+/// initialise scratch memory), so they are not compared; sift must compile
+/// the row. `(id, expression, why)`.
+const UNDEFINED_IN_LIBPCAP: &[(&str, &str, &str)] = &[(
+    "libpcap#834",
+    "pppoes",
+    "on radiotap, libpcap's program reads the frame control at the offset held in M[0], which it never writes \
+     (the radiotap length goes to another register); sift reads the frame control after the radiotap header",
+)];
 
 /// Master's program of a known difference, checked as libpcap checks it.
 fn master_program(f: &FollowsMaster, snaplen: u32) -> Result<CheckedProgram, String> {
@@ -266,6 +295,18 @@ fn bug_regressions() {
             compiles += 1;
             slowest.push((took, format!("{} on {where_}", row.id)));
             let oracle = libpcap::compile(&row.expr, lt.0, snaplen, None, false);
+            if let Some((_, expr, why)) = UNDEFINED_IN_LIBPCAP.iter().find(|u| u.0 == row.id) {
+                assert_eq!(*expr, row.expr, "stale entry {} of UNDEFINED_IN_LIBPCAP", row.id);
+                verdicts.push(match (sift, oracle) {
+                    (Ok(_), Ok(_)) => Verdict::Pass(format!("{where_}: compiles; not compared: {why}")),
+                    (s, o) => Verdict::Fail(format!(
+                        "{where_}: sift {}, libpcap {}",
+                        if s.is_ok() { "compiles" } else { "rejects" },
+                        if o.is_ok() { "compiles" } else { "rejects" }
+                    )),
+                });
+                continue;
+            }
             let v = match (sift, oracle) {
                 (Err(e), oracle) => match common::unsupported_feature(&row.expr) {
                     Some(family) => Verdict::Unsupported(format!("{family} ({e})")),

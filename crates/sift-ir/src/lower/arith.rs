@@ -178,9 +178,13 @@ impl Lowerer<'_> {
         let nl = self.link.nl();
         let first_imm = idx.first_imm;
         let (value, checks) = match proto {
+            ProtoQual::Radio if self.radio_available() => {
+                (Value::load_indexed(size, idx.value, 0), idx.checks)
+            }
             ProtoQual::Radio => return self.err("radio information not present in capture"),
             ProtoQual::Link => {
-                (Value::load_indexed(size, idx.value, self.link.off_linkhdr), idx.checks)
+                let index = self.with_var(idx.value, self.link.hdr_var);
+                (Value::load_indexed(size, index, self.link.off_linkhdr), idx.checks)
             }
             ProtoQual::Ip
             | ProtoQual::Arp
@@ -192,8 +196,9 @@ impl Lowerer<'_> {
             | ProtoQual::Moprc
             | ProtoQual::Mopdl
             | ProtoQual::Ip6 => {
+                let index = self.with_var(idx.value, self.link.pl_var);
                 let here = self.proto_abbrev(proto)?;
-                (Value::load_indexed(size, idx.value, nl), and_opt(idx.checks, Some(here)))
+                (Value::load_indexed(size, index, nl), and_opt(idx.checks, Some(here)))
             }
             ProtoQual::Sctp
             | ProtoQual::Tcp
@@ -210,18 +215,28 @@ impl Lowerer<'_> {
                     Some(c) => ip.and(c).and(here),
                     None => ip.and(here),
                 };
-                let index = idx.value.bin(BinOp::Add, Value::ipv4_header_len(nl));
+                let index = idx.value.bin(BinOp::Add, self.iphdrlen_x());
                 (Value::load_indexed(size, index, nl), Some(checks))
             }
             ProtoQual::Icmp6 => {
                 let ip6 = self.proto_abbrev(ProtoQual::Ip6)?;
                 let next = self.cmp(Rel::LinkPl, 6, Size::Byte, 58);
                 let checks = and_opt(idx.checks, Some(ip6)).map(|c| c.and(next));
-                (Value::load_indexed(size, idx.value, nl.wrapping_add(40)), checks)
+                let index = self.with_var(idx.value, self.link.pl_var);
+                (Value::load_indexed(size, index, nl.wrapping_add(40)), checks)
             }
             _ => return self.err("unsupported index operation"),
         };
         Ok(Arth { value, checks, first_imm, regs })
+    }
+
+    /// `index + var` when the header offset has a run-time part (libpcap:
+    /// `ldx M[r]; ld <index>; add x; tax`).
+    fn with_var(&self, index: Value, var: super::link::VarPart) -> Value {
+        match self.var_value(var) {
+            Some(v) => index.bin(BinOp::Add, v),
+            None => index,
+        }
     }
 
     /// `less N`: `len <= N`, built as `not (len > N)`.
@@ -246,7 +261,7 @@ impl Lowerer<'_> {
     ///   depends on its code layout (0 at the start of a program).
     pub(crate) fn byte(&mut self, index: u32, op: ByteOp, value: u32) -> Result<Pred> {
         self.assert_maxval("byte argument", value, 255)?;
-        let load = || self.link.load(Rel::LinkHdr, index, Size::Byte);
+        let load = || self.load(Rel::LinkHdr, index, Size::Byte);
         Ok(match op {
             ByteOp::Eq => self.cmp(Rel::LinkHdr, index, Size::Byte, value),
             ByteOp::Lt => self.cmp_lt(Rel::LinkHdr, index, Size::Byte, value),

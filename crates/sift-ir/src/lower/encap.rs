@@ -34,7 +34,7 @@
 //! deliberate-differences section of the module `lower` (sift follows
 //! 1.10.3 here, because master does not reject anything 1.10.3 accepts).
 
-use super::link::{LinkKind, Rel};
+use super::link::{LinkKind, RadioHeader, Rel};
 use super::{Dir, Lowerer, Result};
 use crate::pred::{CmpOp, Pred, Size};
 use sift_syntax::ast::{Llc, ProtoQual};
@@ -96,6 +96,16 @@ impl Lowerer<'_> {
             LinkKind::LinuxSll => "Linux cooked v1",
             LinkKind::LinuxSll2 => "Linux cooked v2",
             LinkKind::Ppp => "PPP",
+            LinkKind::Fddi => "FDDI",
+            LinkKind::TokenRing => "Token ring",
+            LinkKind::IpOverFc => "RFC 2625 IP-over-Fibre Channel",
+            LinkKind::Ieee80211 => match self.link.radio {
+                None => "802.11",
+                Some(RadioHeader::Radiotap) => "802.11 plus radiotap header",
+                Some(RadioHeader::Avs) => "802.11 plus AVS radio information header",
+                Some(RadioHeader::Prism) => "802.11 plus Prism header",
+                Some(RadioHeader::Ppi) => "Per-Packet Information",
+            },
         }
     }
 
@@ -105,7 +115,9 @@ impl Lowerer<'_> {
         if self.link.mpls_depth > 0 {
             return self.err("no VLAN match after MPLS");
         }
-        if self.link.kind != LinkKind::Ethernet {
+        // libpcap 1.10.3: Ethernet and the 802.11 types but PPI.
+        let wlan = self.link.kind == LinkKind::Ieee80211 && self.link.radio != Some(RadioHeader::Ppi);
+        if self.link.kind != LinkKind::Ethernet && !wlan {
             return self.err(format!("no VLAN support for {}", self.link_description()));
         }
         let tpid = self
@@ -171,6 +183,10 @@ impl Lowerer<'_> {
         // 6-byte PPPoE header.
         let ppp = self.link.nl().wrapping_add(6);
         self.link.kind = LinkKind::Ppp;
+        // After a variable-length header (802.11), the PPP header is at a
+        // run-time offset too: the payload's (libpcap's PUSH_LINKHDR).
+        self.link.hdr_var = self.link.pl_var;
+        self.link.type_var = self.link.pl_var;
         self.link.off_linkhdr = ppp;
         self.link.off_linktype = Some(ppp);
         self.link.off_linkpl = ppp.wrapping_add(2);
@@ -188,6 +204,9 @@ impl Lowerer<'_> {
                 let not_raw_ipx = self.cmp(Rel::Llc, 0, Size::Half, 0xffff).not();
                 Ok(is_8023.and(not_raw_ipx))
             }
+            // libpcap does not check for LLC frames there (`gen_true`).
+            LinkKind::Fddi | LinkKind::TokenRing => Ok(Pred::True),
+            LinkKind::Ieee80211 => Ok(self.wlan_data_frame()),
             _ => self.err(format!("'llc' not supported for {}", self.link_description())),
         }
     }
@@ -200,7 +219,7 @@ impl Lowerer<'_> {
             Llc::Any => return Ok(base),
             // I frames: the low bit of the control byte is clear.
             Llc::I => Pred::test(
-                self.link.load(Rel::Llc, 2, Size::Byte),
+                self.load(Rel::Llc, 2, Size::Byte),
                 CmpOp::Set,
                 crate::pred::Value::Const(0x01),
             )

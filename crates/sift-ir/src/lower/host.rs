@@ -128,27 +128,12 @@ impl Lowerer<'_> {
 
     /// `gen_ehostop`: a MAC-48 address in the Ethernet header.
     fn ehostop(&self, mac: &[u8; 6], dir: Dir) -> Result<Pred> {
-        match dir {
-            Dir::Src => Ok(self.bcmp(Rel::LinkHdr, 6, mac)),
-            Dir::Dst => Ok(self.bcmp(Rel::LinkHdr, 0, mac)),
-            Dir::And => Ok(self.bcmp(Rel::LinkHdr, 6, mac).and(self.bcmp(Rel::LinkHdr, 0, mac))),
-            Dir::Or => Ok(self.bcmp(Rel::LinkHdr, 6, mac).or(self.bcmp(Rel::LinkHdr, 0, mac))),
-            Dir::Wlan(d) => {
-                let (w, plural) = wlan_dir_words(d);
-                let verb = if plural { "are" } else { "is" };
-                self.err(format!("{w} {verb} only supported on 802.11 with 802.11 headers"))
-            }
-        }
+        self.mac_hostop(mac, dir)
     }
 
     /// A MAC address in the link-layer header (`gen_ecode`).
     fn link_host(&self, mac: &[u8; 6], dir: Dir) -> Result<Pred> {
-        match self.link.kind {
-            LinkKind::Ethernet => self.ehostop(mac, dir),
-            _ => self.err(
-                "ethernet addresses supported only on ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel",
-            ),
-        }
+        self.mac_hostop(mac, dir)
     }
 
     /// A dotted IPv4 address with 1 to 4 parts (`gen_ncode` with a string):
@@ -247,7 +232,7 @@ impl Lowerer<'_> {
     pub(crate) fn host_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
         let dir = Dir::of(q.dir);
         if q.proto == Some(ProtoQual::Link) {
-            if self.link.kind != LinkKind::Ethernet {
+            if !has_mac_addresses(self.link.kind) {
                 return self.err("only ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel supports link-level host name");
             }
             let Some(mac) = ether_host(name) else {
@@ -317,6 +302,7 @@ impl Lowerer<'_> {
         match proto {
             None | Some(ProtoQual::Link) => match self.link.kind {
                 LinkKind::Ethernet => self.ehostop(&[0xff; 6], Dir::Dst),
+                k if has_mac_addresses(k) => self.mac_broadcast(),
                 _ => self.err("not a broadcast link"),
             },
             Some(ProtoQual::Ip) => {
@@ -341,8 +327,8 @@ impl Lowerer<'_> {
     pub(crate) fn multicast(&mut self, proto: Option<ProtoQual>) -> Result<Pred> {
         match proto {
             None | Some(ProtoQual::Link) => {
-                if self.link.kind == LinkKind::Ethernet {
-                    return Ok(self.jset(Rel::LinkHdr, 0, Size::Byte, 1));
+                if let Some(p) = self.mac_multicast() {
+                    return Ok(p);
                 }
             }
             Some(ProtoQual::Ip) => {
@@ -357,6 +343,14 @@ impl Lowerer<'_> {
         }
         self.err("link-layer multicast filters supported only on ethernet/FDDI/token ring/ARCNET/802.11/ATM LANE/Fibre Channel")
     }
+}
+
+/// Link types with MAC-48 addresses in their link-layer header.
+fn has_mac_addresses(kind: LinkKind) -> bool {
+    matches!(
+        kind,
+        LinkKind::Ethernet | LinkKind::Fddi | LinkKind::TokenRing | LinkKind::IpOverFc | LinkKind::Ieee80211
+    )
 }
 
 /// The message for an 802.11 direction qualifier on a host address.

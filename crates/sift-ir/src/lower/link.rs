@@ -75,6 +75,32 @@ pub(crate) enum LinkKind {
     /// protocol field 6 bytes past the PPPoE header). Not an initial link
     /// type yet.
     Ppp,
+    /// IEEE 802.11 (DLT_IEEE802_11, and after a radio header:
+    /// DLT_IEEE802_11_RADIO, DLT_IEEE802_11_RADIO_AVS, DLT_PRISM_HEADER,
+    /// DLT_PPI; see [`LinkLayer::radio`]). The payload offset is computed
+    /// at run time from the frame control field (see `wlan.rs`).
+    Ieee80211,
+    /// DLT_FDDI: frame control byte, destination and source MACs, 802.2.
+    Fddi,
+    /// DLT_IEEE802 (Token Ring): access and frame control, MACs, 802.2.
+    TokenRing,
+    /// DLT_IP_OVER_FC (RFC 2625): network header, then 802.2 LLC/SNAP.
+    IpOverFc,
+}
+
+/// The radio information header in front of an 802.11 frame, whose length
+/// is read from the packet at run time (libpcap's variable `off_linkhdr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RadioHeader {
+    /// radiotap (DLT_IEEE802_11_RADIO): little-endian length at bytes 2-3.
+    Radiotap,
+    /// AVS (DLT_IEEE802_11_RADIO_AVS): big-endian length word at byte 4.
+    Avs,
+    /// Prism (DLT_PRISM_HEADER): 144 bytes, or an AVS header if the first
+    /// word carries the AVS cookie.
+    Prism,
+    /// PPI (DLT_PPI): little-endian length at bytes 2-3.
+    Ppi,
 }
 
 /// The layout of the link layer, as libpcap's compiler state describes it.
@@ -103,6 +129,15 @@ pub(crate) struct LinkLayer {
     /// `label_stack_depth`); when non-zero, link-type tests look at the
     /// MPLS bottom-of-stack bit and the IP version nibble instead.
     pub(crate) mpls_depth: u32,
+    /// The radio header before the 802.11 header, if any: the link-layer
+    /// header then starts at a run-time offset.
+    pub(crate) radio: Option<RadioHeader>,
+    /// Run-time part of `off_linkhdr`.
+    pub(crate) hdr_var: VarPart,
+    /// Run-time part of `off_linktype`.
+    pub(crate) type_var: VarPart,
+    /// Run-time part of `off_linkpl` (and of every offset after it).
+    pub(crate) pl_var: VarPart,
 }
 
 impl LinkLayer {
@@ -118,17 +153,43 @@ impl LinkLayer {
             LinkType::IPV6 => (LinkKind::Ipv6, None, 0, 0),
             LinkType::LINUX_SLL => (LinkKind::LinuxSll, Some(14), 16, 0),
             LinkType::LINUX_SLL2 => (LinkKind::LinuxSll2, Some(0), 20, 0),
+            LinkType::FDDI => (LinkKind::Fddi, Some(13), 13, 3),
+            LinkType::IEEE802 => (LinkKind::TokenRing, Some(14), 14, 3),
+            LinkType::IP_OVER_FC => (LinkKind::IpOverFc, None, 16, 3),
+            // The 802.11 payload offset is variable: its constant part is 0
+            // and the header length is added at run time.
+            LinkType::IEEE802_11
+            | LinkType::IEEE802_11_RADIO
+            | LinkType::IEEE802_11_RADIO_AVS
+            | LinkType::PRISM_HEADER
+            | LinkType::PPI => (LinkKind::Ieee80211, Some(24), 0, 3),
             _ => return None,
+        };
+        let radio = match lt {
+            LinkType::IEEE802_11_RADIO => Some(RadioHeader::Radiotap),
+            LinkType::IEEE802_11_RADIO_AVS => Some(RadioHeader::Avs),
+            LinkType::PRISM_HEADER => Some(RadioHeader::Prism),
+            LinkType::PPI => Some(RadioHeader::Ppi),
+            _ => None,
+        };
+        // 802.2 LLC + SNAP precede the network layer on these link types.
+        let off_nl = match kind {
+            LinkKind::Fddi | LinkKind::TokenRing | LinkKind::IpOverFc | LinkKind::Ieee80211 => 8,
+            _ => 0,
         };
         Some(LinkLayer {
             kind,
             off_linkhdr: 0,
             off_linktype,
             off_linkpl,
-            off_nl: 0,
+            off_nl,
             off_nl_nosnap,
             vlan_depth: 0,
             mpls_depth: 0,
+            radio,
+            hdr_var: if radio.is_some() { VarPart::RadioLen } else { VarPart::None },
+            type_var: VarPart::None,
+            pl_var: if kind == LinkKind::Ieee80211 { VarPart::WlanHeaderEnd } else { VarPart::None },
         })
     }
 
@@ -137,25 +198,75 @@ impl LinkLayer {
         self.off_linkpl.wrapping_add(self.off_nl)
     }
 
+    /// The run-time part of an offset, if any (libpcap's `is_variable`).
+    pub(crate) fn var_of(&self, rel: Rel) -> VarPart {
+        match rel {
+            Rel::Packet => VarPart::None,
+            Rel::LinkHdr => self.hdr_var,
+            Rel::LinkType => self.type_var,
+            Rel::Llc | Rel::LinkPl | Rel::LinkPlNoSnap | Rel::TranIpv4 | Rel::TranIpv6 => {
+                self.pl_var
+            }
+        }
+    }
+}
+
+/// The run-time part of a header offset: libpcap keeps it in a scratch
+/// register computed at the start of the program; sift recomputes it as a
+/// [`Value`] at every load (see `wlan.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VarPart {
+    /// The offset is a constant.
+    None,
+    /// The length of the radio header ([`LinkLayer::radio`]).
+    RadioLen,
+    /// The radio header length plus the 802.11 header length.
+    WlanHeaderEnd,
+}
+
+impl Lowerer<'_> {
     /// A load of `size` bytes at `off` relative to the header `rel`
     /// (libpcap's `gen_load_a`). Offsets add with C `u_int` wrapping.
     pub(crate) fn load(&self, rel: Rel, off: u32, size: Size) -> Value {
-        let at = |base: u32| Value::load(size, base.wrapping_add(off));
-        match rel {
-            Rel::Packet => Value::load(size, off),
-            Rel::LinkHdr => at(self.off_linkhdr),
-            Rel::Llc => at(self.off_linkpl),
-            Rel::LinkPl => at(self.nl()),
-            Rel::LinkPlNoSnap => at(self.off_linkpl.wrapping_add(self.off_nl_nosnap)),
+        let link = &self.link;
+        let base = match rel {
+            Rel::Packet => 0,
+            Rel::LinkHdr => link.off_linkhdr,
+            Rel::Llc => link.off_linkpl,
+            Rel::LinkPl | Rel::TranIpv4 | Rel::TranIpv6 => link.nl(),
+            Rel::LinkPlNoSnap => link.off_linkpl.wrapping_add(link.off_nl_nosnap),
             // OFFSET_NOT_SET is 0xffffffff in libpcap; only reachable for
             // link types whose generators never ask for the type field.
-            Rel::LinkType => at(self.off_linktype.unwrap_or(u32::MAX)),
-            Rel::TranIpv4 => Value::load_indexed(
-                size,
-                Value::ipv4_header_len(self.nl()),
-                self.nl().wrapping_add(off),
-            ),
-            Rel::TranIpv6 => at(self.nl().wrapping_add(40)),
+            Rel::LinkType => link.off_linktype.unwrap_or(u32::MAX),
+        };
+        let var = self.var_value(link.var_of(rel));
+        match rel {
+            Rel::TranIpv4 => Value::load_indexed(size, self.iphdrlen_x(), base.wrapping_add(off)),
+            Rel::TranIpv6 => {
+                let at = base.wrapping_add(40).wrapping_add(off);
+                match var {
+                    Some(v) => Value::load_indexed(size, v, at),
+                    None => Value::load(size, at),
+                }
+            }
+            _ => match var {
+                Some(v) => Value::load_indexed(size, v, base.wrapping_add(off)),
+                None => Value::load(size, base.wrapping_add(off)),
+            },
+        }
+    }
+
+    /// The X register of libpcap's `gen_loadx_iphdrlen`: the IPv4 header
+    /// length, plus the variable part of the payload offset if any
+    /// (`ldxb 4*([nl]&0xf)`, or `ldx M[r]; ldb [x+nl]; and; lsh; add x`).
+    pub(crate) fn iphdrlen_x(&self) -> Value {
+        let nl = self.link.nl();
+        match self.var_value(self.link.pl_var) {
+            None => Value::ipv4_header_len(nl),
+            Some(v) => Value::load_indexed(Size::Byte, v.clone(), nl)
+                .bin(BinOp::And, Value::Const(0xf))
+                .bin(BinOp::Shl, Value::Const(2))
+                .bin(BinOp::Add, v),
         }
     }
 }
@@ -200,7 +311,7 @@ impl Lowerer<'_> {
         reverse: bool,
         v: u32,
     ) -> Pred {
-        let mut lhs = self.link.load(rel, off, size);
+        let mut lhs = self.load(rel, off, size);
         if mask != 0xffff_ffff {
             lhs = lhs.bin(BinOp::And, Value::Const(mask));
         }
@@ -244,7 +355,7 @@ impl Lowerer<'_> {
 
     /// A `jset` block: `field & k != 0`.
     pub(crate) fn jset(&self, rel: Rel, off: u32, size: Size, k: u32) -> Pred {
-        Pred::test(self.link.load(rel, off, size), CmpOp::Set, Value::Const(k))
+        Pred::test(self.load(rel, off, size), CmpOp::Set, Value::Const(k))
     }
 
     /// `gen_bcmp`: compare `bytes` with the packet at `off`, in libpcap's
@@ -299,17 +410,17 @@ impl Lowerer<'_> {
     /// As libpcap master, a value that does not fit the field it is
     /// compared with is an error on the link types that have such a field
     /// (1.10.3 compiles a test that never holds): above 65535 ("EtherType"),
-    /// and, on Ethernet and DLT_LINUX_SLL, an LLC SAP (at most 1500) above
-    /// 255 ("LLC DSAP"). Only `link proto N` can pass such values.
+    /// and, on Ethernet, DLT_LINUX_SLL and DLT_IP_OVER_FC, an LLC SAP (at
+    /// most 1500) above 255 ("LLC DSAP"). Only `link proto N` can pass such values.
     pub(crate) fn gen_linktype(&self, ll_proto: u32) -> Result<Pred> {
         if self.link.mpls_depth > 0 {
             return self.mpls_linktype(ll_proto);
         }
         match self.link.kind {
-            LinkKind::Ethernet | LinkKind::LinuxSll if ll_proto <= ETHERMTU => {
+            LinkKind::Ethernet | LinkKind::LinuxSll | LinkKind::IpOverFc if ll_proto <= ETHERMTU => {
                 self.assert_maxval("LLC DSAP", ll_proto, 255)?
             }
-            LinkKind::Ethernet | LinkKind::LinuxSll | LinkKind::LinuxSll2 => {
+            LinkKind::Ethernet | LinkKind::LinuxSll | LinkKind::LinuxSll2 | LinkKind::IpOverFc => {
                 self.assert_maxval("EtherType", ll_proto, 65535)?
             }
             _ => {}
@@ -338,6 +449,8 @@ impl Lowerer<'_> {
                     Pred::False
                 }
             }
+            LinkKind::Fddi | LinkKind::TokenRing | LinkKind::IpOverFc => self.llc_linktype(ll_proto),
+            LinkKind::Ieee80211 => self.wlan_data_frame().and(self.llc_linktype(ll_proto)),
             LinkKind::Null | LinkKind::Loop => match ll_proto {
                 ethertype::IP => self.loopback_linktype(AF_INET),
                 ethertype::IPV6 if self.savefile() => self

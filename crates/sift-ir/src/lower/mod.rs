@@ -74,10 +74,12 @@ mod host;
 mod link;
 mod port;
 mod proto;
+mod wlan;
 
 use crate::linktype::LinkType;
 use crate::pred::Pred;
 use link::LinkLayer;
+use std::cell::Cell;
 use sift_syntax::ast::{AddrQual, DirQual, Expr, Filter, Id, Primitive, ProtoQual, Qual};
 use sift_syntax::{Error, Span};
 
@@ -140,8 +142,20 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
             whole,
         ));
     };
-    let mut cx = Lowerer { opts, link, span: whole, source: &filter.source, depth: 0 };
-    cx.expr(expr)
+    let new_lowerer = |var_case| Lowerer {
+        opts,
+        link,
+        span: whole,
+        source: &filter.source,
+        depth: 0,
+        var_hdr_used: Cell::new(false),
+        var_pl_used: Cell::new(false),
+        var_case,
+    };
+    let mut cx = new_lowerer(wlan::VarCase::default());
+    let body = cx.expr(expr)?;
+    // Run-time offsets (802.11): lowered again per case (wlan.rs).
+    cx.finish(body, &mut |case| new_lowerer(case).expr(expr))
 }
 
 /// How deeply expressions may nest (boolean operators whose operands are
@@ -163,6 +177,14 @@ pub(crate) struct Lowerer<'a> {
     source: &'a str,
     /// Current recursion depth.
     depth: usize,
+    /// A load used the run-time part of the link-layer header offset (the
+    /// radio header length): libpcap then computes it in a prologue.
+    pub(crate) var_hdr_used: Cell<bool>,
+    /// A load used the run-time part of the payload offset (the 802.11
+    /// header length): libpcap then computes it in a prologue.
+    pub(crate) var_pl_used: Cell<bool>,
+    /// Which form of the run-time offsets loads use (`wlan.rs`).
+    pub(crate) var_case: wlan::VarCase,
 }
 
 /// The direction qualifier as the generators see it (`None` in the AST is
@@ -395,7 +417,7 @@ impl<'a> Lowerer<'a> {
             Primitive::Vxlan(_) => self.err("'vxlan' does not exist in libpcap 1.10.3"),
             Primitive::Llc(kind) => self.llc(kind),
             Primitive::Pflog(_) => self.unsupported("PFLOG primitives are"),
-            Primitive::Wlan(..) => self.unsupported("802.11 'type'/'subtype'/'dir'"),
+            Primitive::Wlan(_, w) => self.wlan_field(w),
             Primitive::Atm(..) | Primitive::AtmAbbrev(_) => self.unsupported("ATM primitives are"),
             Primitive::Mtp2(_) | Primitive::Mtp3(..) => self.unsupported("SS7 primitives are"),
         }

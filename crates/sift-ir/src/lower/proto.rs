@@ -118,6 +118,9 @@ impl Lowerer<'_> {
     /// `protochain N` (`gen_protochain`): the IPv4 and/or IPv6 header chain
     /// contains protocol `v` (see [`Value::Protochain`] for the walk).
     pub(crate) fn gen_protochain(&self, v: u32, proto: Option<ProtoQual>) -> Result<Pred> {
+        if self.link.pl_var != super::link::VarPart::None {
+            return self.err("'protochain' not supported with variable length headers");
+        }
         let chain = |cx: &Self, v6: bool| -> Result<Pred> {
             let lt = cx.gen_linktype(if v6 { ethertype::IPV6 } else { ethertype::IP })?;
             // Checked against 255 by the caller.

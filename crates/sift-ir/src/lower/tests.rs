@@ -71,7 +71,7 @@ fn empty_filter_accepts_everything() {
 
 #[test]
 fn unsupported_link_type_is_an_error() {
-    let e = on(LinkType(105), prim(Primitive::ProtoAbbrev(ProtoQual::Ip))).unwrap_err();
+    let e = on(LinkType(147), prim(Primitive::ProtoAbbrev(ProtoQual::Ip))).unwrap_err();
     assert!(e.message.contains("not supported yet"), "{}", e.message);
 }
 

@@ -57,18 +57,6 @@ pub fn is_supported_dlt(dlt: &str) -> bool {
 const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
     ("geneve", "geneve"),
     ("vxlan", "vxlan"),
-    // 802.11
-    ("wlan", "802.11"),
-    ("radio", "802.11"),
-    ("type", "802.11"),
-    ("subtype", "802.11"),
-    ("dir", "802.11"),
-    ("ra", "802.11"),
-    ("ta", "802.11"),
-    ("addr1", "802.11"),
-    ("addr2", "802.11"),
-    ("addr3", "802.11"),
-    ("addr4", "802.11"),
     // pflog
     ("on", "pflog"),
     ("ifname", "pflog"),
