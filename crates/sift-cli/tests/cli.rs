@@ -150,7 +150,7 @@ fn engines_agree_and_unknown_engine_is_an_error() {
 
 #[test]
 fn unsupported_link_type_is_a_clear_error() {
-    let o = sift(&["-d", "-y", "IEEE802_11", "ip"]);
+    let o = sift(&["-d", "-y", "USB_LINUX_MMAPPED", "ip"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
 }

@@ -239,6 +239,13 @@ fn random_asts_lower_or_fail_cleanly() {
         LinkType::LINUX_SLL,
         LinkType::LINUX_SLL2,
         LinkType(105),
+        LinkType::IEEE802_11_RADIO,
+        LinkType::IEEE802_11_RADIO_AVS,
+        LinkType::PRISM_HEADER,
+        LinkType::PPI,
+        LinkType::FDDI,
+        LinkType::IEEE802,
+        LinkType::IP_OVER_FC,
         LinkType(9999),
     ];
     let mut r = Rng(0x5eed_1234_abcd_0001);
