@@ -226,8 +226,8 @@ pub const STRATEGIES: &[(&str, &str)] = &[
         "libpcap pcap_compile with its optimizer (tcpdump's default)",
     ),
     (
-        "libpcap-recompile-O",
-        "libpcap pcap_compile without optimizer (tcpdump -O)",
+        "libpcap-recompile-noopt",
+        "libpcap pcap_compile without its optimizer (as tcpdump -O)",
     ),
 ];
 
@@ -448,7 +448,7 @@ fn recompile_samples(
                 black_box(f);
                 ns
             }
-            "libpcap-recompile" | "libpcap-recompile-O" => {
+            "libpcap-recompile" | "libpcap-recompile-noopt" => {
                 let Some(lib) = lib else { return Ok(None) };
                 let (f, ns) = lib.compile(
                     &expr,
@@ -521,7 +521,7 @@ pub fn fmt_ns(ns: u64) -> String {
 /// Header of the terminal table.
 pub fn table_header() -> String {
     format!(
-        "{:<15} {:<20} {:>5} {:>8} {:>11} {:>11} {:>11}",
+        "{:<15} {:<23} {:>5} {:>8} {:>11} {:>11} {:>11}",
         "operation", "strategy", "N", "samples", "median", "p99", "vs dynamic"
     )
 }
@@ -531,7 +531,7 @@ pub fn table_header() -> String {
 pub fn table_row(m: &UpdateMeasurement, dynamic_median: Option<u64>) -> String {
     if let Some(e) = &m.error {
         return format!(
-            "{:<15} {:<20} {:>5} cannot: {e}",
+            "{:<15} {:<23} {:>5} cannot: {e}",
             m.operation, m.strategy, m.connections
         );
     }
@@ -542,7 +542,7 @@ pub fn table_row(m: &UpdateMeasurement, dynamic_median: Option<u64>) -> String {
         _ => String::new(),
     };
     format!(
-        "{:<15} {:<20} {:>5} {:>8} {:>11} {:>11} {:>11}",
+        "{:<15} {:<23} {:>5} {:>8} {:>11} {:>11} {:>11}",
         m.operation,
         m.strategy,
         m.connections,

@@ -704,6 +704,16 @@ pub fn run(
     }))
 }
 
+/// The 1-minute load average (`/proc/loadavg`), when available.
+pub fn load_average() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    s.split_whitespace().next().map(String::from)
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The `ftpcap` example's front end; `args` without the program name.
 pub fn main_with_args(args: &[String]) -> Result<(), String> {
     let mut trace: Option<String> = None;
@@ -760,6 +770,12 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
         (Some(a), Some(b)) => (b.ts_ns - a.ts_ns) as f64 / 1e9,
         _ => 0.0,
     };
+    if let Some(l) = load_average() {
+        eprintln!(
+            "load average: {l} on {} CPUs (threaded results depend on it)",
+            cpus()
+        );
+    }
     eprintln!(
         "trace: {} packets over {:.3} s ({:.0} kpps), {} data connections ({} of their packets)",
         packets.len(),

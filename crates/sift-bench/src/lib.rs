@@ -70,7 +70,7 @@ usage: sift bench --dynamic [options]     update latency of the dynamic engine v
   --connections N[,N...]  filter sizes (default 1,10,50,200)
   --samples N             samples per operation for the dynamic engine (default 10000)
   --recompile-samples N   samples per operation for each recompile strategy (default 50)
-  --strategies S[,S...]   dynamic, sift-recompile, libpcap-recompile, libpcap-recompile-O (default: all)
+  --strategies S[,S...]   dynamic, sift-recompile, libpcap-recompile, libpcap-recompile-noopt (default: all)
   --json                  JSON lines on stdout (operation, strategy, connections, samples, median_ns,
                           p99_ns, min_ns, max_ns); table on stderr";
 
@@ -396,6 +396,9 @@ fn dynamic_bench_main(b: &BenchArgs) -> Result<(), String> {
     } else {
         Box::new(std::io::stdout())
     };
+    if let Some(l) = ftpcap::load_average() {
+        eprintln!("load average: {l}");
+    }
     let _ = writeln!(table_out, "{}", dynamic::table_header());
     if o.strategies.iter().any(|s| s.starts_with("libpcap")) && libpcap::Libpcap::get().is_none() {
         eprintln!("note: libpcap not found; its strategies skipped");
