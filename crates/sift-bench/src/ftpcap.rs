@@ -117,8 +117,8 @@ pub fn tcp_view(d: &[u8]) -> Option<TcpView<'_>> {
     if d.get(12..14)? != [8, 0] {
         return None;
     }
-    let ip = d.get(14..)?;
-    let ihl = usize::from(ip.first()? & 0xf) * 4;
+    let ip = d.get(14..).filter(|ip| ip.len() >= 20)?;
+    let ihl = usize::from(ip[0] & 0xf) * 4;
     if ip.first()? >> 4 != 4
         || ihl < 20
         || *ip.get(9)? != 6

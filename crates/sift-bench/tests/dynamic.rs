@@ -279,3 +279,42 @@ fn dynamic_ftp_filter_follows_the_expression() {
     check(&f, &rest);
     assert_eq!(ftp_conns(12).len(), 12);
 }
+
+/// The decoders ftpcap runs on capture files never panic: every truncation
+/// of the trace's packets, and random bytes behind an IPv4/TCP header.
+#[test]
+fn ftpcap_decoders_take_any_bytes() {
+    let t = ftp_trace(&FtpOptions {
+        background_pps: 20_000,
+        ..small_trace()
+    });
+    let mut cut: Vec<Packet> = Vec::new();
+    for p in t.packets.iter().step_by(3) {
+        for n in 0..p.data.len().min(120) {
+            let d = &p.data[..n];
+            let _ = ftpcap::tcp_view(d);
+            let _ = ftpcap::reply_in(d);
+            cut.push(Packet {
+                data: d.to_vec(),
+                ..p.clone()
+            });
+        }
+    }
+    let _ = GroundTruth::of(&cut);
+    let mut rng = sift_bench::gen::Rng::new(9);
+    let head = &t.packets[t.conns[0].reply_index].data[..54];
+    for _ in 0..20_000 {
+        let mut d = head.to_vec();
+        let n = rng.below(80) as usize;
+        rng.fill(&mut d, n);
+        // Random IHL, data offset, total length.
+        d[14] = 0x40 | rng.below(16) as u8;
+        d[46] = (rng.below(256)) as u8;
+        d[16] = rng.below(256) as u8;
+        let _ = ftpcap::tcp_view(&d);
+        let _ = ftpcap::reply_in(&d);
+        let mut b = b"227 ".to_vec();
+        rng.fill(&mut b, n);
+        let _ = parse_227(&b);
+    }
+}
