@@ -52,7 +52,8 @@ usage: cargo run --release -p sift-bench --example ftpcap -- [TRACE] [options]
   --modes M[,M..]       threaded, inline, simulated=NS (default: threaded,inline)
   --background-pps N    background rate of the generated trace (default 500000)
   --seed S              seed of the generated trace (default 1)
-  --json                JSON lines on stdout (one per strategy × mode); table on stderr";
+  --repeat N            run every strategy × mode N times, in turn (default 1)
+  --json                JSON lines on stdout (one per run); table on stderr";
 
 /// The strategies.
 pub const STRATEGIES: &[&str] = &["dynamic", "sift-recompile", "libpcap-recompile"];
@@ -721,6 +722,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
     let mut modes = vec![Mode::Threaded, Mode::Inline];
     let mut gen = FtpOptions::default();
     let mut json = false;
+    let mut repeat = 1usize;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -745,6 +747,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
             }
             "--seed" => gen.seed = val()?.parse().map_err(|_| "bad --seed")?,
             "--json" => json = true,
+            "--repeat" => repeat = val()?.parse().map_err(|_| "bad --repeat")?,
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ if a.starts_with('-') => return Err(format!("unknown option {a}\n{USAGE}")),
             _ if trace.is_none() => trace = Some(a.to_string()),
@@ -790,7 +793,10 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
         Box::new(std::io::stdout())
     };
     let _ = writeln!(table, "{}", table_header());
-    for m in &modes {
+    for m in modes
+        .iter()
+        .flat_map(|m| std::iter::repeat_n(m, repeat.max(1)))
+    {
         for s in &strategies {
             match run(&packets, &truth, s, *m)? {
                 Some(r) => {

@@ -6,7 +6,7 @@
 //! * [`filters`]: the built-in standard filter set.
 //! * [`engines`]: the engine table (`libpcap` via `dlopen`, `interp`,
 //!   `reference`, `handwritten`, `accept-all`); one entry adds an engine.
-//! * [`bench`]: compile, warm up, sample whole passes, check that every
+//! * [`bench`](mod@bench): compile, warm up, sample whole passes, check that every
 //!   engine's match count agrees.
 //! * [`report`]: terminal table, JSON lines, SVG chart.
 //! * [`dynamic`]: `sift bench --dynamic`, update latency of the dynamic
