@@ -679,6 +679,13 @@ impl Capture {
         }))
     }
 
+    /// Are there captured packets sift has not read yet: a retired block,
+    /// or packets in the block the kernel is filling (which it hands over
+    /// within one block timeout)?
+    pub fn packets_pending(&self) -> bool {
+        self.map.block_ready(self.next) || self.map.block_packet_count(self.next) > 0
+    }
+
     /// Reads the kernel's counters (which resets them), adds them to the
     /// totals and returns the totals.
     pub fn stats(&mut self) -> Result<Stats, Error> {
@@ -982,6 +989,13 @@ impl Injector {
         })?;
         sys::bind_tx(&fd, iface.index).map_err(io_err("bind"))?;
         Ok(Injector { fd })
+    }
+
+    /// Sends from now on straight to the driver, bypassing the queueing
+    /// discipline (`PACKET_QDISC_BYPASS`): faster floods; frames the
+    /// driver refuses are dropped instead of queued.
+    pub fn bypass_qdisc(&self) -> io::Result<()> {
+        sys::set_qdisc_bypass(&self.fd)
     }
 
     /// Sends a batch of frames with one system call per 64; returns how

@@ -225,7 +225,7 @@ impl Output {
         } else {
             Box::new(File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?)
         };
-        let w = BufWriter::with_capacity(1 << 20, file);
+        let w = BufWriter::with_capacity(64 << 10, file);
         let s = &self.spec;
         let err = |e: io::Error| format!("{}: {e}", path.display());
         let sink = match s.format {

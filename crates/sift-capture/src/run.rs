@@ -118,9 +118,11 @@ fn open_member(args: &CaptureArgs, fanout: Option<Fanout>) -> Result<Capture, St
 
 /// Runs a capture, calling `on_packet` for every packet that passes the
 /// filter, until `args.count` packets, SIGINT/SIGTERM, [`crate::request_stop`]
-/// or an error from `on_packet`. After a stop request, the blocks the
-/// kernel retires within one block timeout (plus a margin) are still
-/// processed, so packets already captured are not lost. Returns the final
+/// or an error from `on_packet`. After a stop request, the packets already
+/// in the ring are still processed: retired blocks at once, and the block
+/// the kernel is filling once it retires it (within one block timeout plus
+/// a margin; the loop ends at once when that block is empty), so packets
+/// already captured are not lost. Returns the final
 /// statistics (with `captured` = packets passed to `on_packet`).
 pub fn capture_with(
     args: &CaptureArgs,
@@ -146,6 +148,7 @@ fn capture_loop(
     cap.activate().map_err(|e| e.to_string())?;
     let mut captured = 0u64;
     let limit = args.count.unwrap_or(u64::MAX);
+    let counting = args.count.is_some();
     let timeout = u64::from(cap.ring.block_timeout_ms);
     let tick = i32::try_from(timeout.clamp(1, 100)).unwrap_or(100);
     let mut deadline: Option<Instant> = None;
@@ -153,7 +156,7 @@ fn capture_loop(
         if deadline.is_none() && sys::stop_requested() {
             deadline = Some(Instant::now() + Duration::from_millis(timeout + 2 * tick as u64));
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|d| Instant::now() >= d || !cap.packets_pending()) {
             break;
         }
         if let Some(rx) = &updates {
@@ -163,7 +166,8 @@ fn capture_loop(
             continue;
         };
         for p in block.packets() {
-            if taken.fetch_add(1, Ordering::Relaxed) >= limit {
+            // The shared count is only kept when there is a limit.
+            if counting && taken.fetch_add(1, Ordering::Relaxed) >= limit {
                 break 'outer;
             }
             let go_on = on_packet(&p).map_err(|e| format!("write error: {e}"))?;

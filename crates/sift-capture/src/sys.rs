@@ -17,6 +17,7 @@ const PACKET_RX_RING: libc::c_int = 5;
 const PACKET_STATISTICS: libc::c_int = 6;
 const PACKET_VERSION: libc::c_int = 10;
 const PACKET_RESERVE: libc::c_int = 12;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const PACKET_MR_PROMISC: u16 = 1;
 const TPACKET_V3: libc::c_int = 2;
@@ -161,6 +162,12 @@ pub fn set_reserve(fd: &OwnedFd, n: u32) -> io::Result<()> {
 /// Asks the kernel not to deliver packets this host sends.
 pub fn set_ignore_outgoing(fd: &OwnedFd) -> io::Result<()> {
     setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &1)
+}
+
+/// `PACKET_QDISC_BYPASS`: frames sent on the socket go straight to the
+/// driver (no queueing discipline, no local taps on the way).
+pub fn set_qdisc_bypass(fd: &OwnedFd) -> io::Result<()> {
+    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &1)
 }
 
 /// Joins fanout group `group` with `mode_and_flags` (PACKET_FANOUT_* mode
@@ -330,6 +337,23 @@ impl Mapping {
         Some(unsafe { &*(self.ptr.add(i * self.block_size + 8) as *const AtomicU32) })
     }
 
+    fn header_word(&self, i: usize, offset: usize) -> Option<&AtomicU32> {
+        if i >= self.block_nr || offset % 4 != 0 || offset + 4 > self.block_size {
+            return None;
+        }
+        // SAFETY: as in status_word: the word lies inside block i of the
+        // mapping, 4-byte aligned, and is only accessed atomically because
+        // the kernel may write it concurrently.
+        Some(unsafe { &*(self.ptr.add(i * self.block_size + offset) as *const AtomicU32) })
+    }
+
+    /// The packet count in block `i`'s header. For a block the kernel owns
+    /// this is the number of packets it has put in so far (0 for a block it
+    /// has not opened since [`Mapping::release`] cleared the count).
+    pub fn block_packet_count(&self, i: usize) -> u32 {
+        self.header_word(i, 12).map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
     /// Does block `i` belong to user space (retired by the kernel)? Acquire
     /// ordering: the block's contents are visible once this returns true.
     pub fn block_ready(&self, i: usize) -> bool {
@@ -357,6 +381,11 @@ impl Mapping {
     /// Hands block `i` back to the kernel (release ordering: our writes to
     /// the block happen before the kernel reuses it).
     pub fn release(&mut self, i: usize) {
+        // The count is cleared while the block is still ours, so that a
+        // block the kernel has not reopened reads as empty.
+        if let Some(n) = self.header_word(i, 12) {
+            n.store(0, Ordering::Relaxed);
+        }
         if let Some(w) = self.status_word(i) {
             w.store(TP_STATUS_KERNEL, Ordering::Release);
         }

@@ -34,6 +34,7 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] 
   -p -U -B KiB no promiscuous mode / flush per packet / ring size (live capture)
   --fanout N   N capture threads (PACKET_FANOUT by flow), one output file each (-w out.pcap → out.N.pcap)
   --ring-block-size BYTES, --ring-timeout MS   TPACKET_V3 ring geometry and block retire timeout
+               (default 50 ms; 1000 ms with -w FILE and no -U)
   --engine dynamic --updates FILE|-   (with -i) change the filter while capturing, one line per change:
                EXPR  a new filter  |  +EXPR  also capture EXPR  |  -EXPR  withdraw a +EXPR, or stop
                capturing EXPR  |  ?  show the filter  |  # comment. A bad line is reported with a caret
@@ -281,8 +282,13 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
         let bytes = u64::from(kib) * 1024;
         c.ring.block_count = u32::try_from((bytes / u64::from(c.ring.block_size)).max(1)).unwrap_or(u32::MAX);
     }
-    if let Some(ms) = a.ring_timeout_ms {
-        c.ring.block_timeout_ms = ms;
+    match a.ring_timeout_ms {
+        Some(ms) => c.ring.block_timeout_ms = ms,
+        // Writing a file without -U, latency does not matter: blocks are
+        // handed over when full or after 1 s (libpcap's default timeout as
+        // tcpdump uses it), which means fewer wakeups at low rates.
+        None if a.write.is_some() && !a.packet_buffered => c.ring.block_timeout_ms = 1000,
+        None => {}
     }
     if let Some(n) = a.fanout {
         c.fanout = n;
