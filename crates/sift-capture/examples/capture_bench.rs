@@ -1,18 +1,19 @@
 //! Side-by-side capture benchmark (not a test): a flood over a veth pair
 //! between two fresh network namespaces, captured at the same time by
 //! sift (`capture_main`, `-w /dev/null`) and by `tcpdump -w /dev/null`,
-//! with the same filter and the same ring size (4 MiB each). Prints, for
+//! with the same filter and the same ring size. Prints, for
 //! each offered rate: packets captured, received by filter, dropped by the
 //! kernel (and by sift), and CPU seconds per million packets offered.
 //!
 //! ```text
 //! sudo cargo run --release -p sift-capture --example capture_bench -- \
-//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS]
+//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB]
 //! ```
 //!
 //! Defaults: 2,000,000 packets per rate; rates `100000,200000,400000,max`
 //! (packets per second, `max` = unthrottled); `udp dst port 1000` (half of
-//! the flood matches); 2 sender threads. The sender is this program in the
+//! the flood matches); 2 sender threads; 4096 KiB rings (a smaller ring
+//! shows the kernel's drops at the rates this sender reaches). The sender is this program in the
 //! other namespace: each thread has its own AF_PACKET socket with
 //! `PACKET_QDISC_BYPASS` (frames go straight to the veth driver) and sends
 //! a pre-built batch of 1,024 frames 64 at a time with `sendmmsg`.
@@ -67,22 +68,25 @@ fn frame(n: u64) -> Vec<u8> {
     f
 }
 
-/// The ring both capturers get: 4 blocks of 1 MiB (tcpdump: `-B 4096`),
-/// retired after 1 s at the latest (what `sift -w FILE` uses without `-U`,
-/// and what libpcap sets up for tcpdump).
-const RING: RingConfig = RingConfig {
-    block_size: 1 << 20,
-    block_count: 4,
-    block_timeout_ms: 1000,
-};
+/// The ring sift gets for `kib` KiB (tcpdump gets `-B kib`): blocks of
+/// 1 MiB (64 KiB below 4 MiB), retired after 1 s at the latest (what
+/// `sift -w FILE` uses without `-U`, and what libpcap sets up for tcpdump).
+fn ring(kib: u32) -> RingConfig {
+    let block_size: u32 = if kib >= 4096 { 1 << 20 } else { 64 << 10 };
+    RingConfig {
+        block_size,
+        block_count: (kib * 1024 / block_size).max(1),
+        block_timeout_ms: 1000,
+    }
+}
 
-/// The child mode: `capture_bench --sift-child IFACE EXPR` runs sift's
+/// The child mode: `capture_bench --sift-child IFACE EXPR KIB` runs sift's
 /// capture loop (inside the namespace `ip netns exec` put it in).
-fn sift_child(iface: &str, expr: &str) -> ! {
+fn sift_child(iface: &str, expr: &str, kib: u32) -> ! {
     let mut args = CaptureArgs::new(iface);
     args.expression = expr.to_string();
     args.write = Some("/dev/null".into());
-    args.ring = RING;
+    args.ring = ring(kib);
     match sift_capture::capture_main(&args) {
         Ok(_) => std::process::exit(0),
         Err(e) => {
@@ -152,7 +156,7 @@ struct Run {
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--sift-child") {
-        sift_child(&argv[2], &argv[3]);
+        sift_child(&argv[2], &argv[3], argv[4].parse().expect("KiB"));
     }
     if argv.get(1).map(String::as_str) == Some("--flood") {
         let n = argv[3].parse().expect("count");
@@ -175,6 +179,7 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| "udp dst port 1000".into());
     let threads: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(2);
+    let kib: u32 = argv.get(5).and_then(|s| s.parse().ok()).unwrap_or(4096);
 
     let id = std::process::id();
     let pair = Pair {
@@ -205,7 +210,7 @@ fn main() {
     let exe = std::env::current_exe().unwrap();
     let mpkts = packets as f64 / 1e6;
     println!(
-        "filter {expr:?}, {packets} packets per rate, {threads} sender threads, 4 MiB ring each"
+        "filter {expr:?}, {packets} packets per rate, {threads} sender threads, {kib} KiB ring each"
     );
     println!("| offered (achieved) | sift captured / kernel drops / sift drops / CPU s per Mpkt | tcpdump captured / kernel drops / CPU s per Mpkt | sift CPU / tcpdump CPU |");
     println!("|---|---|---|---|");
@@ -213,14 +218,23 @@ fn main() {
         let mut sift = Command::new("ip")
             .args(["netns", "exec", &pair.b])
             .arg(&exe)
-            .args(["--sift-child", &vb, &expr])
+            .args(["--sift-child", &vb, &expr, &kib.to_string()])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let sift_err = wait_for_line(&mut sift, "listening on");
         let mut td = Command::new("ip")
             .args([
-                "netns", "exec", &pair.b, "tcpdump", "-B", "4096", "-i", &vb, "-w", "/dev/null",
+                "netns",
+                "exec",
+                &pair.b,
+                "tcpdump",
+                "-B",
+                &kib.to_string(),
+                "-i",
+                &vb,
+                "-w",
+                "/dev/null",
                 &expr,
             ])
             .stderr(Stdio::piped())

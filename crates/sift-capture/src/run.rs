@@ -1,7 +1,7 @@
 //! The `sift -i` capture loop.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, IoSlice, Write};
 use std::sync::mpsc;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,12 +133,50 @@ pub fn capture_with(
     capture_loop(args, cap, &mut |p| on_packet(p).map(|()| true), &AtomicU64::new(0))
 }
 
-/// The loop of [`capture_with`]; `taken` counts packets over every worker
-/// sharing the `-c` budget.
+/// What a block consumer did with the packets it was given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Consumed {
+    /// Packets taken (written or printed).
+    packets: u64,
+    /// The consumer wants the capture to end (e.g. `-W` limit reached).
+    stop: bool,
+}
+
+/// A consumer of the packets of one block (an iterator borrowing the
+/// block, so the consumer may keep the packets' bytes until it returns).
+type BlockConsumer<'f> = dyn FnMut(&mut dyn Iterator<Item = Packet<'_>>) -> io::Result<Consumed> + 'f;
+
+/// The loop of [`capture_with`], one packet at a time.
 fn capture_loop(
     args: &CaptureArgs,
     cap: &mut Capture,
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<bool>,
+    taken: &AtomicU64,
+) -> Result<Stats, String> {
+    capture_blocks(
+        args,
+        cap,
+        &mut |packets| {
+            let mut done = Consumed::default();
+            for p in packets {
+                if !on_packet(&p)? {
+                    done.stop = true;
+                    break;
+                }
+                done.packets += 1;
+            }
+            Ok(done)
+        },
+        taken,
+    )
+}
+
+/// The capture loop, one block at a time; `taken` counts packets over
+/// every worker sharing the `-c` budget.
+fn capture_blocks(
+    args: &CaptureArgs,
+    cap: &mut Capture,
+    on_block: &mut BlockConsumer<'_>,
     taken: &AtomicU64,
 ) -> Result<Stats, String> {
     let updates = match &args.updates {
@@ -152,7 +190,7 @@ fn capture_loop(
     let timeout = u64::from(cap.ring.block_timeout_ms);
     let tick = i32::try_from(timeout.clamp(1, 100)).unwrap_or(100);
     let mut deadline: Option<Instant> = None;
-    'outer: while taken.load(Ordering::Relaxed) < limit {
+    while taken.load(Ordering::Relaxed) < limit {
         if deadline.is_none() && sys::stop_requested() {
             deadline = Some(Instant::now() + Duration::from_millis(timeout + 2 * tick as u64));
         }
@@ -165,21 +203,82 @@ fn capture_loop(
         let Some(mut block) = cap.next_block(tick).map_err(|e| e.to_string())? else {
             continue;
         };
-        for p in block.packets() {
-            // The shared count is only kept when there is a limit.
-            if counting && taken.fetch_add(1, Ordering::Relaxed) >= limit {
-                break 'outer;
-            }
-            let go_on = on_packet(&p).map_err(|e| format!("write error: {e}"))?;
-            if !go_on {
-                break 'outer;
-            }
-            captured += 1;
+        let mut budget_spent = false;
+        // The shared count is only kept when there is a limit.
+        let mut packets = block.packets().take_while(|_| {
+            budget_spent = counting && taken.fetch_add(1, Ordering::Relaxed) >= limit;
+            !budget_spent
+        });
+        let done = on_block(&mut packets).map_err(|e| format!("write error: {e}"))?;
+        drop(packets);
+        captured += done.packets;
+        if done.stop || budget_spent {
+            break;
         }
     }
     let mut stats = cap.stats().map_err(|e| e.to_string())?;
     stats.captured = captured;
     Ok(stats)
+}
+
+/// `write_all` for a list of slices: `writev` until everything is written.
+fn write_all_vectored(out: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes a block's packets as pcap records straight from ring memory:
+/// one `writev` per 512 packets (a record header from the stack, then the
+/// packet's bytes in the ring), no copy in user space.
+fn write_block_vectored(
+    out: &mut File,
+    precision: TsPrecision,
+    packets: &mut dyn Iterator<Item = Packet<'_>>,
+) -> io::Result<Consumed> {
+    const CHUNK: usize = 512; // 2 slices per packet: IOV_MAX is 1024
+    let mut done = Consumed::default();
+    let mut headers = [[0u8; 16]; CHUNK];
+    loop {
+        let mut data: [&[u8]; CHUNK] = [&[]; CHUNK];
+        let mut n = 0;
+        for p in &mut *packets {
+            let frac = match precision {
+                TsPrecision::Nano => p.nsec,
+                TsPrecision::Micro => p.nsec / 1000,
+            };
+            let h = &mut headers[n];
+            h[0..4].copy_from_slice(&p.sec.to_ne_bytes());
+            h[4..8].copy_from_slice(&frac.to_ne_bytes());
+            h[8..12].copy_from_slice(&(p.data.len() as u32).to_ne_bytes());
+            h[12..16].copy_from_slice(&p.wire_len.to_ne_bytes());
+            data[n] = p.data;
+            n += 1;
+            if n == CHUNK {
+                break;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+        let mut slices = [IoSlice::new(&[]); 2 * CHUNK];
+        for i in 0..n {
+            slices[2 * i] = IoSlice::new(&headers[i]);
+            slices[2 * i + 1] = IoSlice::new(data[i]);
+        }
+        write_all_vectored(out, &mut slices[..2 * n])?;
+        done.packets += n as u64;
+        if n < CHUNK {
+            break;
+        }
+    }
+    Ok(done)
 }
 
 /// Starts the thread that reads `--updates` lines (`-`: standard input).
@@ -235,6 +334,19 @@ fn write_pcap(
         TsPrecision::Micro
     };
     let linktype = sift_pcap::linktype::dlt_to_linktype(cap.linktype()).unwrap_or(cap.linktype());
+    if args.format == FileFormat::Pcap && !args.rotation.is_active() && path.as_os_str() != "-" {
+        // The common case: one pcap file, written straight from the ring
+        // with writev (no user-space buffer, so -U needs nothing more).
+        let mut file = File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write_all(&sift_pcap::file_header(linktype, cap.snaplen(), precision))
+            .map_err(|e| format!("write error: {e}"))?;
+        return capture_blocks(
+            args,
+            cap,
+            &mut |packets| write_block_vectored(&mut file, precision, packets),
+            taken,
+        );
+    }
     let mut out = Output::create(OutputSpec {
         path: path.to_path_buf(),
         format: args.format,
