@@ -154,3 +154,61 @@ fn unsupported_link_type_is_a_clear_error() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
 }
+
+#[test]
+fn other_link_types_compile_with_y() {
+    // One filter per family of link types from sift-ir's `links.rs`.
+    let cases: &[(&str, &str)] = &[
+        ("PPP", "ip and tcp port 80"),
+        ("PPP_PPPD", "inbound"),
+        ("PPP_SERIAL", "ip6"),
+        ("PPP_ETHER", "ip"),
+        ("PPP_BSDOS", "ip"),
+        ("C_HDLC", "iso proto \\clnp"),
+        ("SLIP", "outbound"),
+        ("SLIP_BSDOS", "ip"),
+        ("FRELAY", "ip6 and udp"),
+        ("LTALK", "atalk"),
+        ("ARCNET", "link host $0e or broadcast"),
+        ("ARCNET_LINUX", "arp src host 10.80.131.1"),
+        ("IPNET", "inbound and ip"),
+        ("ENC", "ip"),
+        ("NETANALYZER", "vlan 10 and ip"),
+        ("NETANALYZER_TRANSPARENT", "ether host 1:2:3:4:5:6"),
+        ("SYMANTEC_FIREWALL", "rarp"),
+        ("APPLE_IP_OVER_IEEE1394", "ip"),
+        ("JUNIPER_MFR", "outbound"),
+        ("ATM_RFC1483", "ip"),
+        ("ATM_CLIP", "arp"),
+        ("SUNATM", "vpi 1 and vci != 5 or lane and ether multicast or metaconnect"),
+        ("MTP2", "msu and sio = 3 and dpc = 1 and opc > 2 and sls != 9 or hlssu"),
+        ("MTP2_WITH_PHDR", "fisu or hdpc 0x0ab5"),
+        ("BACNET_MS_TP", "link src host $7e or broadcast"),
+        ("PFLOG", "on em0 and action block and reason match and rnr 5 and udp port 53"),
+    ];
+    for (dlt, expr) in cases {
+        let o = sift(&["-d", "-y", dlt, expr]);
+        assert!(o.status.success(), "-y {dlt} {expr:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("ret"), "-y {dlt} {expr:?}: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn link_type_specific_primitives_say_where_they_apply() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("MTP2", "ip", "link-layer type filtering not implemented for DLT_MTP2"),
+        ("MTP3", "fisu", "'fisu' supported only on SS7"),
+        ("EN10MB", "vpi 1", "'vpi' supported only on SUNATM"),
+        ("EN10MB", "reason match", "'reason' supported only on PFLOG linktype"),
+        ("MTP2", "sio 256", "sio 256 greater than maximum 255"),
+        ("PPP", "link host $21", "'link host $XX' not supported on DLT_PPP"),
+        ("ARCNET", "ip host $21", "'link' is the only valid proto qualifier for 'host $XX'"),
+        ("PPP_SERIAL", "vlan", "no VLAN support for PPP over serial"),
+    ];
+    for (dlt, expr, msg) in cases {
+        let o = sift(&["-d", "-y", dlt, expr]);
+        assert_eq!(o.status.code(), Some(1), "-y {dlt} {expr:?}");
+        assert!(stderr(&o).contains(msg), "-y {dlt} {expr:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains('^'), "-y {dlt} {expr:?}: no caret: {}", stderr(&o));
+    }
+}

@@ -22,6 +22,7 @@ pub mod exprs;
 pub mod kernel;
 pub mod libpcap;
 pub mod packets;
+mod packets_links;
 mod packets_wlan;
 pub mod pool;
 pub mod rng;

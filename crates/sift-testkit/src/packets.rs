@@ -113,15 +113,15 @@ pub fn full_frame(rng: &mut Rng, lt: LinkType) -> Vec<u8> {
         LinkType::FDDI => packets_wlan::fddi(rng),
         LinkType::IEEE802 => packets_wlan::token_ring(rng),
         LinkType::IP_OVER_FC => packets_wlan::ip_over_fc(rng),
-        _ => garbage(rng),
+        _ => crate::packets_links::full_frame(rng, lt).unwrap_or_else(|| garbage(rng)),
     }
 }
 
-fn put16(v: &mut Vec<u8>, x: u16) {
+pub(crate) fn put16(v: &mut Vec<u8>, x: u16) {
     v.extend_from_slice(&x.to_be_bytes());
 }
 
-fn put32(v: &mut Vec<u8>, x: u32) {
+pub(crate) fn put32(v: &mut Vec<u8>, x: u32) {
     v.extend_from_slice(&x.to_be_bytes());
 }
 
@@ -254,7 +254,7 @@ fn decnet(rng: &mut Rng) -> Vec<u8> {
     d
 }
 
-fn ethernet(rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn ethernet(rng: &mut Rng) -> Vec<u8> {
     let mut f = Vec::with_capacity(128);
     f.extend_from_slice(&mac(rng));
     f.extend_from_slice(&mac(rng));
@@ -471,7 +471,7 @@ fn sll2(rng: &mut Rng) -> Vec<u8> {
     f
 }
 
-fn arp(rng: &mut Rng, rarp: bool) -> Vec<u8> {
+pub(crate) fn arp(rng: &mut Rng, rarp: bool) -> Vec<u8> {
     let mut p = Vec::with_capacity(28);
     put16(&mut p, if rng.chance(0.9) { 1 } else { rng.next_u32() as u16 });
     put16(&mut p, if rng.chance(0.9) { 0x0800 } else { rng.next_u32() as u16 });
@@ -524,7 +524,7 @@ fn ip_proto(rng: &mut Rng, v6: bool) -> u8 {
     }
 }
 
-fn ipv4(rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn ipv4(rng: &mut Rng) -> Vec<u8> {
     let ihl: u8 = match rng.below(100) {
         0..=74 => 5,
         75..=92 => 6 + rng.below(10) as u8,
@@ -564,7 +564,7 @@ fn ipv4(rng: &mut Rng) -> Vec<u8> {
     h
 }
 
-fn ipv6(rng: &mut Rng) -> Vec<u8> {
+pub(crate) fn ipv6(rng: &mut Rng) -> Vec<u8> {
     let version: u32 = if rng.chance(0.95) { 6 } else { rng.below(16) as u32 };
     let mut h = Vec::with_capacity(100);
     put32(&mut h, (version << 28) | (rng.next_u32() & 0x0fff_ffff & if rng.chance(0.5) { 0 } else { u32::MAX }));

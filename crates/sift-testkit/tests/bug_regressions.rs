@@ -92,6 +92,36 @@ const FOLLOWS_MASTER: &[FollowsMaster] = &[
                   (023) jeq #0x0 jt 24 jf 29\n(024) ldx M[3]\n(025) ldb [x + 0]\n(026) and #0xfc\n\
                   (027) jeq #0x40 jt 28 jf 29\n(028) ret #SNAPLEN\n(029) ret #0\n",
     },
+    FollowsMaster {
+        id: "libpcap@1f1c2bde",
+        expr: "dpc != 0",
+        commit: "1f1c2bde",
+        reason: "1.10.3 compiles '!=' on the SS7 fields as '=='; sift negates it as master does \
+                 (and loads the 2-byte DPC field as master, 2aebf466)",
+        program: "(000) ldh [4]\n(001) and #0xff3f\n(002) jeq #0x0 jt 3 jf 4\n(003) ret #0\n(004) ret #SNAPLEN\n",
+    },
+    FollowsMaster {
+        id: "libpcap@1f1c2bde-b",
+        expr: "vpi != 104",
+        commit: "1f1c2bde",
+        reason: "1.10.3 compiles '!=' on the ATM fields as '=='; sift negates it as master does",
+        program: "(000) ldb [1]\n(001) jeq #0x68 jt 2 jf 3\n(002) ret #0\n(003) ret #SNAPLEN\n",
+    },
+    FollowsMaster {
+        id: "libpcap@2aebf466",
+        expr: "dpc = 1",
+        commit: "2aebf466",
+        reason: "1.10.3 loads 4 bytes for the 14-bit DPC (ld [4] & 0xff3f0000), rejecting packets that end \
+                 right after the field; sift loads the 2 bytes of the field as master does",
+        program: "(000) ldh [4]\n(001) and #0xff3f\n(002) jeq #0x100 jt 3 jf 4\n(003) ret #SNAPLEN\n(004) ret #0\n",
+    },
+    FollowsMaster {
+        id: "libpcap@2b010956",
+        expr: "link host $c0",
+        commit: "2b010956",
+        reason: "1.10.3's scanner reads '$c0' wrongly; sift reads the hex digits as master (and 1.10.6) do",
+        program: "(000) ldb [0]\n(001) jeq #0xc0 jt 4 jf 2\n(002) ldb [1]\n(003) jeq #0xc0 jt 4 jf 5\n(004) ret #SNAPLEN\n(005) ret #0\n",
+    },
 ];
 
 /// Rows whose libpcap program reads scratch memory it never wrote: its

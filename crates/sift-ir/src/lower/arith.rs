@@ -276,6 +276,9 @@ impl Lowerer<'_> {
     /// `inbound` / `outbound` on Linux cooked captures.
     pub(crate) fn inbound(&mut self, outbound: bool) -> Result<Pred> {
         const LINUX_SLL_OUTGOING: u32 = 4;
+        if let Some(out) = self.other_inbound(outbound) {
+            return Ok(out);
+        }
         let out = match self.link.kind {
             LinkKind::LinuxSll => self.cmp(Rel::LinkHdr, 0, Size::Half, LINUX_SLL_OUTGOING),
             LinkKind::LinuxSll2 => self.cmp(Rel::LinkHdr, 10, Size::Byte, LINUX_SLL_OUTGOING),

@@ -96,6 +96,7 @@ impl Lowerer<'_> {
             LinkKind::LinuxSll => "Linux cooked v1",
             LinkKind::LinuxSll2 => "Linux cooked v2",
             LinkKind::Ppp => "PPP",
+            LinkKind::Other(o) => o.description(),
             LinkKind::Fddi => "FDDI",
             LinkKind::TokenRing => "Token ring",
             LinkKind::IpOverFc => "RFC 2625 IP-over-Fibre Channel",
@@ -238,6 +239,9 @@ impl Lowerer<'_> {
     /// the NLPID.
     pub(crate) fn iso_proto(&self, v: u32) -> Result<Pred> {
         self.assert_maxval("ISO protocol", v, 255)?;
+        if let Some(p) = self.other_iso_proto(v) {
+            return p;
+        }
         let lt = self.gen_linktype(llcsap::ISONS)?;
         Ok(lt.and(self.cmp(Rel::LinkPlNoSnap, 0, Size::Byte, v)))
     }

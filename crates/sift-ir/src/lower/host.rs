@@ -133,7 +133,8 @@ impl Lowerer<'_> {
 
     /// A MAC address in the link-layer header (`gen_ecode`).
     fn link_host(&self, mac: &[u8; 6], dir: Dir) -> Result<Pred> {
-        self.mac_hostop(mac, dir)
+        let h = self.mac_hostop(mac, dir)?;
+        Ok(self.after_lane_check(h))
     }
 
     /// A dotted IPv4 address with 1 to 4 parts (`gen_ncode` with a string):
@@ -301,9 +302,12 @@ impl Lowerer<'_> {
     pub(crate) fn broadcast(&mut self, proto: Option<ProtoQual>) -> Result<Pred> {
         match proto {
             None | Some(ProtoQual::Link) => match self.link.kind {
-                LinkKind::Ethernet => self.ehostop(&[0xff; 6], Dir::Dst),
+                LinkKind::Ethernet => Ok(self.after_lane_check(self.ehostop(&[0xff; 6], Dir::Dst)?)),
                 k if has_mac_addresses(k) => self.mac_broadcast(),
-                _ => self.err("not a broadcast link"),
+                _ => match self.other_broadcast() {
+                    Some(b) => b,
+                    None => self.err("not a broadcast link"),
+                },
             },
             Some(ProtoQual::Ip) => {
                 // libpcap's PCAP_NETMASK_UNKNOWN is 0xffffffff: that value
@@ -328,7 +332,11 @@ impl Lowerer<'_> {
         match proto {
             None | Some(ProtoQual::Link) => {
                 if let Some(p) = self.mac_multicast() {
-                    return Ok(p);
+                    return Ok(self.after_lane_check(p));
+                }
+                // ARCnet multicasts all go to the broadcast address.
+                if self.is_arcnet() {
+                    return self.arcnet_host(0, Dir::Dst);
                 }
             }
             Some(ProtoQual::Ip) => {

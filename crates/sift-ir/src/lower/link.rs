@@ -86,6 +86,8 @@ pub(crate) enum LinkKind {
     TokenRing,
     /// DLT_IP_OVER_FC (RFC 2625): network header, then 802.2 LLC/SNAP.
     IpOverFc,
+    /// The other link types (`links.rs`).
+    Other(super::links::OtherLink),
 }
 
 /// The radio information header in front of an 802.11 frame, whose length
@@ -138,6 +140,9 @@ pub(crate) struct LinkLayer {
     pub(crate) type_var: VarPart,
     /// Run-time part of `off_linkpl` (and of every offset after it).
     pub(crate) pl_var: VarPart,
+    /// LANE-emulated Ethernet inside SunATM (after `lane`): Ethernet tests
+    /// first check that the frame is not an LE control frame.
+    pub(crate) lane: bool,
 }
 
 impl LinkLayer {
@@ -163,7 +168,7 @@ impl LinkLayer {
             | LinkType::IEEE802_11_RADIO_AVS
             | LinkType::PRISM_HEADER
             | LinkType::PPI => (LinkKind::Ieee80211, Some(24), 0, 3),
-            _ => return None,
+            _ => return super::links::layout(lt),
         };
         let radio = match lt {
             LinkType::IEEE802_11_RADIO => Some(RadioHeader::Radiotap),
@@ -190,6 +195,7 @@ impl LinkLayer {
             hdr_var: if radio.is_some() { VarPart::RadioLen } else { VarPart::None },
             type_var: VarPart::None,
             pl_var: if kind == LinkKind::Ieee80211 { VarPart::WlanHeaderEnd } else { VarPart::None },
+            lane: false,
         })
     }
 
@@ -222,6 +228,8 @@ pub(crate) enum VarPart {
     RadioLen,
     /// The radio header length plus the 802.11 header length.
     WlanHeaderEnd,
+    /// The pflog header length, `(hdr[0] + 3) & ~3` (DLT_PFLOG).
+    PflogHdrLen,
 }
 
 impl Lowerer<'_> {
@@ -423,10 +431,15 @@ impl Lowerer<'_> {
             LinkKind::Ethernet | LinkKind::LinuxSll | LinkKind::LinuxSll2 | LinkKind::IpOverFc => {
                 self.assert_maxval("EtherType", ll_proto, 65535)?
             }
+            LinkKind::Ppp => self.assert_maxval("PPP protocol", ll_proto, 65535)?,
             _ => {}
         }
         Ok(match self.link.kind {
-            LinkKind::Ethernet => self.ether_linktype(ll_proto),
+            LinkKind::Ethernet => match self.lane_check() {
+                Some(c) => c.and(self.ether_linktype(ll_proto)),
+                None => self.ether_linktype(ll_proto),
+            },
+            LinkKind::Other(o) => return self.other_linktype(o, ll_proto),
             LinkKind::LinuxSll => self.linux_sll_linktype(ll_proto),
             LinkKind::LinuxSll2 => self.cmp(Rel::LinkType, 0, Size::Half, ll_proto),
             LinkKind::Ppp => self.cmp(Rel::LinkType, 0, Size::Half, ethertype_to_ppptype(ll_proto)),

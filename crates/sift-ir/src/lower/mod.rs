@@ -31,7 +31,10 @@
 //! - `proto.rs`: `proto`, `ether proto`, protocol abbreviations (`tcp`, `ip6`);
 //! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`;
 //! - `encap.rs`: `vlan`, `mpls`, `pppoed`, `pppoes`, `llc`, the ISO/IS-IS
-//!   primitives and DECnet hosts.
+//!   primitives and DECnet hosts.;
+//! - `links.rs`: the other link types (PPP/HDLC, SLIP, Frame Relay, ARCnet,
+//!   ATM, SS7 MTP2/MTP3, pflog, ...) and their primitives (`vpi`, `lane`,
+//!   `fisu`, `sio`, `ifname`, `action`, `$XX` hosts, ...).
 //!
 //! # Deliberate differences from 1.10.3
 //!
@@ -72,6 +75,7 @@ mod arith;
 mod encap;
 mod host;
 mod link;
+mod links;
 mod port;
 mod proto;
 mod wlan;
@@ -154,6 +158,9 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
     };
     let mut cx = new_lowerer(wlan::VarCase::default());
     let body = cx.expr(expr)?;
+    if links::is_pflog(opts.linktype) {
+        return Ok(cx.pflog_prologue(body));
+    }
     // Run-time offsets (802.11): lowered again per case (wlan.rs).
     cx.finish(body, &mut |case| new_lowerer(case).expr(expr))
 }
@@ -416,10 +423,12 @@ impl<'a> Lowerer<'a> {
             Primitive::Geneve(_) => self.unsupported("'geneve'"),
             Primitive::Vxlan(_) => self.err("'vxlan' does not exist in libpcap 1.10.3"),
             Primitive::Llc(kind) => self.llc(kind),
-            Primitive::Pflog(_) => self.unsupported("PFLOG primitives are"),
+            Primitive::Pflog(p) => self.pflog(p),
             Primitive::Wlan(_, w) => self.wlan_field(w),
-            Primitive::Atm(..) | Primitive::AtmAbbrev(_) => self.unsupported("ATM primitives are"),
-            Primitive::Mtp2(_) | Primitive::Mtp3(..) => self.unsupported("SS7 primitives are"),
+            Primitive::Atm(f, t) => self.atm_field(*f, *t),
+            Primitive::AtmAbbrev(t) => self.atm_abbrev(*t),
+            Primitive::Mtp2(t) => self.mtp2_type(*t),
+            Primitive::Mtp3(f, t) => self.mtp3_field(*f, *t),
         }
     }
 
@@ -447,7 +456,7 @@ impl<'a> Lowerer<'a> {
             Id::Ipv4Mask { addr, mask } => self.id_ipv4_mask(q, *addr, *mask),
             Id::Ipv6 { addr, len } => self.id_ipv6(q, addr, *len),
             Id::Mac(mac) => self.id_mac(q, mac),
-            Id::Mac8(_) => self.err("aid supported only on ARCnet"),
+            Id::Mac8(a) => self.mac8_host(q, *a),
             Id::Decnet { area, node } => {
                 let addr = (u32::from(*area) << 10) | u32::from(*node);
                 match q.addr {

@@ -106,6 +106,10 @@ impl Lowerer<'_> {
                 self.var_pl_used.set(true);
                 Some(self.wlan_header_end(self.var_case))
             }
+            VarPart::PflogHdrLen => {
+                self.var_pl_used.set(true);
+                Some(super::links::pflog_hdrlen())
+            }
         }
     }
 
