@@ -263,6 +263,20 @@ impl Program {
     }
 }
 
+/// A listing: one line per pass, then one per instruction with its kind,
+/// a `*` when marked copied, and its expression text.
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, pass) in self.passes().enumerate() {
+            writeln!(f, "pass {n}:")?;
+            for (i, (ins, c)) in pass.instrs().zip(pass.copied()).enumerate() {
+                writeln!(f, "  {i}{} {:<12} {}", if *c { "*" } else { " " }, ins.kind(), ins.to_expr())?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A reader of a [`DynamicFilter`], for the packet path of any thread: it
 /// always runs the latest published snapshot, without locking.
 #[derive(Clone, Debug)]

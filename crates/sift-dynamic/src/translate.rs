@@ -37,23 +37,142 @@ enum Node {
 pub(crate) fn translate(pred: &Pred) -> Result<Vec<Vec<Arc<Instr>>>, String> {
     let node = fuse(nnf(pred, false)?);
     let passes = passes(&node)?;
-    Ok(merge_passes(passes).into_iter().map(simplify).collect())
+    let passes: Vec<Vec<Arc<Instr>>> = merge_passes(passes).into_iter().map(simplify).collect();
+    Ok(factor(drop_dead(passes)))
+}
+
+/// What `a` certainly gives (in bounds, no abort) when `h` held earlier in
+/// the pass: `Some(true)`, `Some(false)`, or `None` when unknown. Both test
+/// the same field, so `a`'s loads succeeded already.
+fn implied(a: &Atom, h: &Atom) -> Option<bool> {
+    if a.field != h.field {
+        return None;
+    }
+    if a.cmp == h.cmp {
+        return Some(a.negate == h.negate);
+    }
+    let (Cmp::In(sa), Cmp::In(sh)) = (&a.cmp, &h.cmp) else { return None };
+    let test = if !h.negate {
+        // The value is in `sh`.
+        if sh.sorted().iter().all(|v| sa.contains(*v)) {
+            true
+        } else if sh.sorted().iter().all(|v| !sa.contains(*v)) {
+            false
+        } else {
+            return None;
+        }
+    } else if sa.sorted().iter().all(|v| sh.contains(*v)) {
+        // The value is not in `sh`, a superset of `sa`.
+        false
+    } else {
+        return None;
+    };
+    Some(test != a.negate)
 }
 
 /// Is `a` certainly false (and in bounds) given that `h` held earlier?
+/// (`ether proto ip6` after `ether proto ip`.)
 fn refuted_by(a: &Atom, h: &Atom) -> bool {
-    a.field == h.field && a.cmp == h.cmp && a.negate != h.negate
+    implied(a, h) == Some(false)
 }
 
 /// Is `a` certainly true (and in bounds) given that `h` held earlier?
 /// (`not ether proto arp` after `ether proto ip`.)
 fn confirmed_by(a: &Atom, h: &Atom) -> bool {
-    match (&a.cmp, &h.cmp) {
-        (Cmp::In(sa), Cmp::In(sh)) if a.field == h.field && a.negate && !h.negate => {
-            sa.sorted().iter().all(|v| !sh.contains(*v))
+    implied(a, h) == Some(true)
+}
+
+/// The instruction that never holds and loads nothing (what remains of a
+/// pass after a test refuted by an earlier one).
+fn never() -> Arc<Instr> {
+    Arc::new(Instr::Any(Vec::new()))
+}
+
+fn is_never(i: &Instr) -> bool {
+    matches!(i, Instr::Any(v) if v.is_empty())
+}
+
+/// Drops passes that can neither accept nor abort where their neighbours
+/// would not: a pass ending in [`never`] whose instructions before it are
+/// the first instructions of the pass before it (which failed: if it failed
+/// inside that prefix, this pass fails at the same place, else it reaches
+/// `never`) or of the pass after it (which repeats the same loads first).
+fn drop_dead(mut passes: Vec<Vec<Arc<Instr>>>) -> Vec<Vec<Arc<Instr>>> {
+    // The leading tests of a pass, as one conjunction.
+    let leading = |p: &[Arc<Instr>]| -> Vec<Atom> {
+        let mut v = Vec::new();
+        for i in p {
+            match &**i {
+                Instr::Test(a) => v.push(a.clone()),
+                Instr::All(w) => v.extend(w.iter().cloned()),
+                _ => break,
+            }
         }
-        _ => a == h,
+        v
+    };
+    let starts_with = |p: &[Arc<Instr>], prefix: &[Arc<Instr>]| {
+        if p.len() >= prefix.len() && p.iter().zip(prefix).all(|(x, y)| same(x, y)) {
+            return true;
+        }
+        // Both conjunctions of tests, the prefix's tests first in `p`: the
+        // same tests in the same order, however grouped into instructions.
+        let (lp, lq) = (leading(p), leading(prefix));
+        let plain = prefix.iter().all(|i| matches!(&**i, Instr::Test(_) | Instr::All(_)));
+        plain && lp.len() >= lq.len() && lp[..lq.len()] == lq[..]
+    };
+    let mut i = 0;
+    while i < passes.len() {
+        let dead = passes[i].last().is_some_and(|x| is_never(x)) && {
+            let prefix = &passes[i][..passes[i].len() - 1];
+            (i > 0 && starts_with(&passes[i - 1], prefix))
+                || passes.get(i + 1).is_some_and(|n| starts_with(n, prefix))
+                || passes.len() == 1
+        };
+        if dead {
+            passes.remove(i);
+            i = i.saturating_sub(1);
+        } else {
+            i += 1;
+        }
     }
+    passes
+}
+
+/// The atoms of an instruction that is an `or` of single tests.
+fn or_atoms(i: &Instr) -> Option<Vec<Atom>> {
+    match i {
+        Instr::Test(a) => Some(vec![a.clone()]),
+        Instr::Any(v) if !v.is_empty() => Some(v.clone()),
+        Instr::Either { fields, cmp, negate: false } => {
+            Some(fields.iter().map(|f| Atom::new(*f, cmp.clone())).collect())
+        }
+        _ => None,
+    }
+}
+
+/// Joins consecutive passes `[p.., x]`, `[p.., y]` (the same prefix) whose
+/// last instructions are `or`s of tests into one pass `[p.., x or y]`: the
+/// second pass ran `p` again (same loads, same results) before `y` only
+/// when `x` failed without aborting, exactly as `x or y` does.
+fn factor(passes: Vec<Vec<Arc<Instr>>>) -> Vec<Vec<Arc<Instr>>> {
+    let mut out: Vec<Vec<Arc<Instr>>> = Vec::with_capacity(passes.len());
+    for p in passes {
+        if let Some(q) = out.last_mut() {
+            let n = p.len();
+            if n > 0
+                && q.len() == n
+                && q[..n - 1].iter().zip(&p[..n - 1]).all(|(x, y)| same(x, y))
+            {
+                if let (Some(mut a), Some(b)) = (or_atoms(&q[n - 1]), or_atoms(&p[n - 1])) {
+                    a.extend(b);
+                    q[n - 1] = Arc::new(or_of_atoms(a));
+                    continue;
+                }
+            }
+        }
+        out.push(p);
+    }
+    out
 }
 
 /// `not (f in S)` as (field, set).
@@ -89,21 +208,57 @@ fn not_in(field: Field, set: ValueSet) -> Arc<Instr> {
 ///   first `g` test: the same loads in the same order (`f`, then `g` only
 ///   when `f` is not in `A`), the same verdict.
 fn simplify(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
+    // A test right before a power instruction that starts with the same
+    // test: the power instruction repeats it first (same load, same result).
+    let pass: Vec<Arc<Instr>> = pass
+        .iter()
+        .enumerate()
+        .filter(|(i, ins)| {
+            let Instr::Test(a) = &***ins else { return true };
+            !matches!(pass.get(i + 1).map(|x| &**x), Some(Instr::All(v)) if v.first() == Some(a))
+        })
+        .map(|(_, x)| x.clone())
+        .collect();
     let mut held: Vec<Atom> = Vec::new();
     let mut out: Vec<Arc<Instr>> = Vec::with_capacity(pass.len());
+    let refuted = |a: &Atom, held: &[Atom]| held.iter().any(|h| refuted_by(a, h));
+    let confirmed = |a: &Atom, held: &[Atom]| held.iter().any(|h| confirmed_by(a, h));
     for ins in pass {
         let new = match &*ins {
+            Instr::Test(a) if confirmed(a, &held) => continue,
+            Instr::Test(a) if refuted(a, &held) => never(),
+            Instr::All(v) if v.iter().all(|a| confirmed(a, &held)) => continue,
             Instr::Any(atoms) => {
-                let kept: Vec<Atom> =
-                    atoms.iter().filter(|a| !held.iter().any(|h| refuted_by(a, h))).cloned().collect();
+                let kept: Vec<Atom> = atoms.iter().filter(|a| !refuted(a, &held)).cloned().collect();
                 // First remaining atom certainly true: the whole `any` holds.
-                if kept.first().is_some_and(|a| held.iter().any(|h| confirmed_by(a, h))) {
+                if kept.first().is_some_and(|a| confirmed(a, &held)) {
                     continue;
                 }
                 match kept.len() {
                     n if n == atoms.len() => ins.clone(),
                     1 => Arc::new(Instr::Test(kept.into_iter().next().unwrap_or_else(|| atoms[0].clone()))),
                     _ => Arc::new(Instr::Any(kept)),
+                }
+            }
+            Instr::Alternatives(alts) => {
+                // An alternative whose first test is refuted fails without
+                // loading anything else: dropped.
+                let kept: Vec<Vec<Atom>> = alts
+                    .iter()
+                    .filter(|c| !c.first().is_some_and(|a| refuted(a, &held)))
+                    .cloned()
+                    .collect();
+                if kept.first().is_some_and(|c| c.iter().all(|a| confirmed(a, &held))) {
+                    continue;
+                }
+                match kept.len() {
+                    n if n == alts.len() => ins.clone(),
+                    0 => never(),
+                    1 => match &kept[0][..] {
+                        [a] => Arc::new(Instr::Test(a.clone())),
+                        _ => Arc::new(Instr::All(kept[0].clone())),
+                    },
+                    _ => Arc::new(Instr::Alternatives(kept)),
                 }
             }
             _ => ins.clone(),
@@ -113,9 +268,69 @@ fn simplify(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
             Instr::All(v) => held.extend(v.iter().cloned()),
             _ => {}
         }
+        let stop = is_never(&new);
         out.push(new);
+        if stop {
+            // Nothing after a test that never holds runs.
+            break;
+        }
     }
-    // Runs of negated equalities over at most two fields.
+    let out = merge_alternatives(out);
+    merge_negated_runs(out)
+}
+
+/// Consecutive alternatives instructions that differ only in their last
+/// alternative, `g1 or .. or gk or c1` and `g1 or .. or gk or c2`, become
+/// `g1 or .. or gk or (c1 and c2)`: when a guard `gi` holds in the first,
+/// the second re-runs the same guards (same loads, same results) and holds
+/// too; when none does, both run `c1` then `c2`. The joined conjunction's
+/// negated equalities are then gathered into sets ([`merge_negated_runs`]),
+/// so `not tcp port (80 or 25 or 143)` is one instruction.
+fn merge_alternatives(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
+    let mut out: Vec<Arc<Instr>> = Vec::with_capacity(pass.len());
+    let mut joined = false;
+    for ins in pass {
+        if let Some(last) = out.last_mut() {
+            if let (Instr::Alternatives(a), Instr::Alternatives(b)) = (&**last, &*ins) {
+                let k = a.len();
+                if k >= 2 && b.len() == k && a[..k - 1] == b[..k - 1] {
+                    let mut alts = a.clone();
+                    alts[k - 1].extend(b[k - 1].iter().cloned());
+                    *last = Arc::new(Instr::Alternatives(alts));
+                    joined = true;
+                    continue;
+                }
+            }
+        }
+        out.push(ins);
+    }
+    if !joined {
+        return out;
+    }
+    out.into_iter()
+        .map(|ins| match &*ins {
+            Instr::Alternatives(alts) => {
+                let mut alts = alts.clone();
+                if let Some(last) = alts.last_mut() {
+                    let tests: Vec<Arc<Instr>> = last.iter().map(|a| Arc::new(Instr::Test(a.clone()))).collect();
+                    *last = merge_negated_runs(tests)
+                        .iter()
+                        .filter_map(|i| match &**i {
+                            Instr::Test(a) => Some(a.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                Arc::new(Instr::Alternatives(alts))
+            }
+            _ => ins,
+        })
+        .collect()
+}
+
+/// Runs of negated equalities over at most two fields become set tests
+/// (see [`simplify`]).
+fn merge_negated_runs(out: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
     let mut res: Vec<Arc<Instr>> = Vec::with_capacity(out.len());
     let mut i = 0;
     while i < out.len() {
