@@ -59,6 +59,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod exec;
 mod list;
 mod model;
 mod translate;
@@ -67,9 +68,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use exec::{Pkt, Step};
 use list::List;
 
-pub use model::{Abort, Addr, Atom, Cmp, Field, Instr, Size, Source, ValueSet, SMALL_SET};
+pub use model::{Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet, SMALL_SET};
 pub use sift_ir::LinkType;
 pub use translate::MAX_PASSES;
 
@@ -113,62 +115,8 @@ impl std::error::Error for Error {}
 pub struct Pass {
     instrs: Vec<Arc<Instr>>,
     copied: Vec<bool>,
-    /// What the packet path runs: one step per instruction, the common
-    /// shapes decoded in advance.
-    steps: Vec<Step>,
-}
-
-/// An instruction prepared for the packet path.
-#[derive(Debug)]
-enum Step {
-    /// A direct, unmasked load compared with one value.
-    Eq { size: Size, offset: u32, value: u32, copied: bool },
-    /// Anything else.
-    Other { instr: Arc<Instr>, copied: bool },
-}
-
-impl Step {
-    fn prepare(instr: &Arc<Instr>, copied: bool) -> Step {
-        if let Instr::Test(Atom { field, cmp: Cmp::In(set), negate: false }) = &**instr {
-            if let (Source::Load { size, addr: Addr::Direct(offset) }, None, ValueSet::Small(v)) =
-                (field.source, field.mask, set)
-            {
-                if let [value] = v[..] {
-                    return Step::Eq { size, offset, value, copied };
-                }
-            }
-        }
-        Step::Other { instr: instr.clone(), copied }
-    }
-
-    #[inline(always)]
-    fn copied(&self) -> bool {
-        match self {
-            Step::Eq { copied, .. } | Step::Other { copied, .. } => *copied,
-        }
-    }
-
-    #[inline(always)]
-    fn eval(&self, data: &[u8], wire_len: u32) -> Result<bool, Abort> {
-        match self {
-            Step::Eq { size, offset, value, .. } => {
-                let at = *offset as usize;
-                let v = match size {
-                    Size::Half => match data.get(at..at.wrapping_add(2)) {
-                        Some(&[a, b]) => u32::from(u16::from_be_bytes([a, b])),
-                        _ => return Err(Abort),
-                    },
-                    Size::Byte => u32::from(*data.get(at).ok_or(Abort)?),
-                    Size::Word => match data.get(at..at.wrapping_add(4)) {
-                        Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
-                        _ => return Err(Abort),
-                    },
-                };
-                Ok(v == *value)
-            }
-            Step::Other { instr, .. } => instr.eval(data, wire_len),
-        }
-    }
+    /// What the packet path runs: one prepared step per instruction.
+    steps: Box<[Step]>,
 }
 
 impl Pass {
@@ -178,7 +126,7 @@ impl Pass {
     }
 
     fn build(instrs: Vec<Arc<Instr>>, copied: Vec<bool>) -> Pass {
-        let steps = instrs.iter().zip(&copied).map(|(i, &c)| Step::prepare(i, c)).collect();
+        let steps = instrs.iter().zip(&copied).map(|(i, &c)| Step::new(i, c)).collect();
         Pass { instrs, copied, steps }
     }
 
@@ -191,6 +139,15 @@ impl Pass {
     /// the previous pass's instruction `i` (skipped when that one held).
     pub fn copied(&self) -> &[bool] {
         &self.copied
+    }
+
+    /// How the packet path runs each instruction: `eq` (one value),
+    /// `simd-sse2` (2 to [`SMALL_SET`] values in SIMD lanes; `lanes` off
+    /// x86-64), `hash` (a larger set), `ipv4-l4` (the fused IPv4 + protocol
+    /// + not-a-fragment test), `either/...`, `all(...)`, `any(...)`,
+    /// `alternatives(...)`, `range`, `order`, `bits`, `never`.
+    pub fn exec_kinds(&self) -> Vec<String> {
+        self.steps.iter().map(|s| s.kind()).collect()
     }
 
     /// The pass as expression text.
@@ -215,34 +172,89 @@ fn marks(instrs: &[Arc<Instr>], prev: Option<&Pass>) -> Vec<bool> {
 #[derive(Debug, Default)]
 pub struct Program {
     passes: List<Pass>,
+    /// Copies of the first pass's first steps, held inline: the packet's
+    /// first loads then depend on no pointer chase through the pass list,
+    /// and a one-pass filter of up to [`HEAD`] instructions runs from here
+    /// alone. `None` without passes.
+    head: Option<Head>,
+}
+
+/// How many steps of the first pass a snapshot holds inline.
+const HEAD: usize = 4;
+
+/// The first pass's first steps (see [`Program`]).
+#[derive(Debug)]
+struct Head {
+    steps: [Step; HEAD],
+    /// How many of `steps` are the pass's.
+    len: usize,
+    /// The first pass has more steps than `len`.
+    more: bool,
+    /// The first pass is the only one.
+    single: bool,
+}
+
+impl Head {
+    fn new(passes: &List<Pass>) -> Option<Head> {
+        let first = passes.get(0)?;
+        let len = first.steps.len().min(HEAD);
+        let steps = std::array::from_fn(|i| first.steps.get(i).filter(|_| i < len).cloned().unwrap_or_else(Step::always));
+        Some(Head { steps, len, more: first.steps.len() > HEAD, single: passes.len() == 1 })
+    }
 }
 
 impl Program {
     /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
     #[inline]
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        // How many leading instructions of the previous pass held.
-        let mut prev_held = 0usize;
-        for pass in self.passes.iter() {
-            let mut held = 0usize;
-            let mut all = true;
-            for (i, step) in pass.steps.iter().enumerate() {
-                if !(step.copied() && i < prev_held) {
-                    match step.eval(data, wire_len) {
-                        Err(Abort) => return false,
-                        Ok(false) => {
-                            all = false;
-                            break;
-                        }
+        let mut pkt = Pkt::new(data, wire_len);
+        let Some(head) = &self.head else { return false };
+        // The first pass's first steps, from the inline copies.
+        let mut head_held = true;
+        let mut prev_held = head.len;
+        for (i, step) in head.steps.iter().take(head.len).enumerate() {
+            match step.eval(&mut pkt) {
+                Ok(true) => {}
+                Ok(false) => {
+                    head_held = false;
+                    prev_held = i;
+                    break;
+                }
+                Err(Abort) => return false,
+            }
+        }
+        if head_held && !head.more {
+            return true;
+        }
+        if !head_held && head.single {
+            return false;
+        }
+        let mut first = true;
+        for chunk in self.passes.chunks() {
+            'pass: for pass in chunk.iter() {
+                let mut start = 0;
+                if first {
+                    first = false;
+                    if !head_held {
+                        continue 'pass;
+                    }
+                    start = head.len;
+                }
+                for (i, step) in pass.steps.iter().enumerate().skip(start) {
+                    if step.copied && i < prev_held {
+                        continue;
+                    }
+                    match step.eval(&mut pkt) {
                         Ok(true) => {}
+                        Ok(false) => {
+                            prev_held = i;
+                            continue 'pass;
+                        }
+                        Err(Abort) => return false,
                     }
                 }
-                held += 1;
-            }
-            if all {
                 return true;
             }
-            prev_held = held;
         }
         false
     }
@@ -270,7 +282,8 @@ impl fmt::Display for Program {
         for (n, pass) in self.passes().enumerate() {
             writeln!(f, "pass {n}:")?;
             for (i, (ins, c)) in pass.instrs().zip(pass.copied()).enumerate() {
-                writeln!(f, "  {i}{} {:<12} {}", if *c { "*" } else { " " }, ins.kind(), ins.to_expr())?;
+                let run = pass.steps.get(i).map(|s| s.kind()).unwrap_or_default();
+                writeln!(f, "  {i}{} {:<12} [{run}] {}", if *c { "*" } else { " " }, ins.kind(), ins.to_expr())?;
             }
         }
         Ok(())
@@ -414,7 +427,8 @@ impl DynamicFilter {
     }
 
     fn publish(&mut self, passes: List<Pass>) {
-        let p = Arc::new(Program { passes });
+        let head = Head::new(&passes);
+        let p = Arc::new(Program { passes, head });
         self.shared.store(p.clone());
         self.current = p;
     }

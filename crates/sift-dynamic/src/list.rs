@@ -50,6 +50,12 @@ impl<T> List<T> {
         self.chunks.get(c)?.get(i)
     }
 
+    /// The chunks of elements, in order (for the packet path's loop).
+    #[inline]
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &[Arc<T>]> {
+        self.chunks.iter().map(|c| &c[..])
+    }
+
     /// The elements in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<T>> {
         self.chunks.iter().flat_map(|c| c.iter())

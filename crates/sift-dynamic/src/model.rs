@@ -6,8 +6,8 @@
 //! same order as the static program of the equivalent expression
 //! ([`Instr::to_expr`]), so verdicts agree on truncated packets too.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 pub use sift_ir::Size;
 
@@ -26,6 +26,29 @@ pub enum Addr {
         /// Offset of the byte holding the IPv4 version/IHL.
         ihl_at: u32,
         /// Constant added to the header length.
+        offset: u32,
+    },
+    /// L2-indirect: past two variable-length headers, such as the TCP
+    /// payload past the IPv4 header and the TCP header. With `h` = `4 *
+    /// (pkt[ihl_at] & 0xf)` (0 without `ihl_at`) and the second header's
+    /// length `l` = `((pkt[h + len_at] & len_mask) >> len_shr) << len_shl`,
+    /// the field is at `h + l + offset`. Every load happens (the IHL byte,
+    /// the length byte, the field): any out of bounds aborts. The
+    /// translation emits this only with `len_shl <= 8` and small constants,
+    /// where the expression text ([`Field::to_expr`]) computes the same
+    /// address without wrapping.
+    Layered {
+        /// Offset of the IPv4 version/IHL byte, if the first header is IPv4.
+        ihl_at: Option<u32>,
+        /// Offset of the second header's length byte, from `h`.
+        len_at: u32,
+        /// Mask applied to the length byte.
+        len_mask: u32,
+        /// Right shift applied after the mask (taken modulo 32).
+        len_shr: u32,
+        /// Left shift applied last (taken modulo 32).
+        len_shl: u32,
+        /// Constant added to `h + l`.
         offset: u32,
     },
 }
@@ -65,6 +88,22 @@ impl Field {
         Field { source: Source::Load { size, addr: Addr::Ipv4Payload { ihl_at, offset } }, mask: None }
     }
 
+    /// A load of `size` bytes in the TCP payload of an IPv4 packet whose
+    /// IHL byte is at `ihl_at`: `offset` bytes past the IPv4 and TCP
+    /// headers (the TCP data offset is the high nibble of TCP byte 12), as
+    /// `tcp[((tcp[12] & 0xf0) >> 2) + offset]` addresses it.
+    pub fn tcp_payload(size: Size, ihl_at: u32, offset: u32) -> Field {
+        let addr = Addr::Layered {
+            ihl_at: Some(ihl_at),
+            len_at: ihl_at + 12,
+            len_mask: 0xf0,
+            len_shr: 2,
+            len_shl: 0,
+            offset: ihl_at.saturating_add(offset),
+        };
+        Field { source: Source::Load { size, addr }, mask: None }
+    }
+
     /// The same field masked with `mask`.
     pub fn masked(self, mask: u32) -> Field {
         Field { mask: Some(mask), ..self }
@@ -81,6 +120,14 @@ impl Field {
                     Addr::Ipv4Payload { ihl_at, offset } => {
                         let b = *data.get(ihl_at as usize).ok_or(Abort)?;
                         u64::from(b & 0xf) * 4 + u64::from(offset)
+                    }
+                    Addr::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset } => {
+                        let h = match ihl_at {
+                            Some(a) => u64::from(*data.get(a as usize).ok_or(Abort)? & 0xf) * 4,
+                            None => 0,
+                        };
+                        let b = load(data, h + u64::from(len_at), Size::Byte)?;
+                        h + layered_len(b, len_mask, len_shr, len_shl) + u64::from(offset)
                     }
                 };
                 load(data, at, size)?
@@ -100,6 +147,17 @@ impl Field {
                 let at = match addr {
                     Addr::Direct(k) => format!("{k}"),
                     Addr::Ipv4Payload { ihl_at, offset } => format!("((link[{ihl_at}] & 0xf) << 2) + {offset}"),
+                    Addr::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset } => {
+                        let h = match ihl_at {
+                            Some(a) => format!("((link[{a}] & 0xf) << 2) + "),
+                            None => String::new(),
+                        };
+                        format!(
+                            "(((link[{h}{len_at}] & {len_mask:#x}) >> {}) << {}) + {h}{offset}",
+                            len_shr & 31,
+                            len_shl & 31
+                        )
+                    }
                 };
                 format!("link[{at} : {}]", size.bytes())
             }
@@ -109,6 +167,12 @@ impl Field {
             None => base,
         }
     }
+}
+
+/// The second header's length of [`Addr::Layered`] from its length byte.
+#[inline(always)]
+pub(crate) fn layered_len(b: u32, mask: u32, shr: u32, shl: u32) -> u64 {
+    u64::from(((b & mask) >> (shr & 31)) << (shl & 31))
 }
 
 #[inline]
@@ -127,18 +191,19 @@ fn load(data: &[u8], at: u64, size: Size) -> Result<u32, Abort> {
     })
 }
 
-/// Below this many values a set is a sorted array; from it on, a hash set
-/// (O(1) membership whatever the size).
+/// Up to this many values a set is a sorted array (run as SIMD compares);
+/// above it, a [`HashTable`] (O(1) membership whatever the size).
 pub const SMALL_SET: usize = 8;
 
 /// A set of constants one instruction compares a field against ("SIMD"
-/// operands): a short sorted array, or a hash set for large sets.
+/// operands): a short sorted array, or a hash table for large sets.
 #[derive(Clone, Debug)]
 pub enum ValueSet {
     /// Up to [`SMALL_SET`] values, sorted, no duplicates.
     Small(Vec<u32>),
-    /// Any number of values.
-    Large(HashSet<u32>),
+    /// Any number of values. Shared: the packet path holds the same table,
+    /// and an update copies it once (copy-on-write).
+    Large(Arc<HashTable>),
 }
 
 impl PartialEq for ValueSet {
@@ -163,7 +228,7 @@ impl ValueSet {
         match self {
             // A short linear scan beats a binary search at this size.
             ValueSet::Small(a) => a.contains(&v),
-            ValueSet::Large(h) => large_contains(h, v),
+            ValueSet::Large(h) => h.contains(v),
         }
     }
 
@@ -176,14 +241,17 @@ impl ValueSet {
                     if a.len() < SMALL_SET {
                         a.insert(i, v);
                     } else {
-                        let mut h: HashSet<u32> = a.iter().copied().collect();
+                        let mut h = HashTable::with_capacity(a.len() + 1);
+                        for &x in a.iter() {
+                            h.insert(x);
+                        }
                         h.insert(v);
-                        *self = ValueSet::Large(h);
+                        *self = ValueSet::Large(Arc::new(h));
                     }
                     true
                 }
             },
-            ValueSet::Large(h) => h.insert(v),
+            ValueSet::Large(h) => !h.contains(v) && Arc::make_mut(h).insert(v),
         }
     }
 
@@ -197,7 +265,7 @@ impl ValueSet {
                 }
                 Err(_) => false,
             },
-            ValueSet::Large(h) => h.remove(&v),
+            ValueSet::Large(h) => h.contains(v) && Arc::make_mut(h).remove(v),
         }
     }
 
@@ -224,15 +292,161 @@ impl ValueSet {
     fn iter(&self) -> Box<dyn Iterator<Item = u32> + '_> {
         match self {
             ValueSet::Small(a) => Box::new(a.iter().copied()),
-            ValueSet::Large(h) => Box::new(h.iter().copied()),
+            ValueSet::Large(h) => Box::new(h.iter()),
         }
     }
 }
 
-/// Hash-set membership, kept out of line so the small cases inline well.
-#[inline(never)]
-fn large_contains(h: &HashSet<u32>, v: u32) -> bool {
-    h.contains(&v)
+/// A set of `u32` as an open-addressing table with linear probing and a
+/// multiplicative hash: membership is a multiply, a shift and (at load
+/// factor at most 1/2) one or two slot reads, whatever the size.
+#[derive(Clone, Debug)]
+pub struct HashTable {
+    /// Power-of-two many slots; `empty` marks a free one.
+    slots: Box<[u32]>,
+    /// A value not in the set, marking free slots.
+    empty: u32,
+    len: usize,
+    /// `32 - log2(slots.len())`: the hash's top bits index the table.
+    shift: u32,
+}
+
+impl HashTable {
+    /// An empty table with room for `n` values before it grows.
+    pub fn with_capacity(n: usize) -> HashTable {
+        let cap = (n.max(4) * 2).next_power_of_two();
+        HashTable { slots: vec![0; cap].into_boxed_slice(), empty: 0, len: 0, shift: 32 - cap.trailing_zeros() }
+    }
+
+    #[inline(always)]
+    fn home(&self, v: u32) -> usize {
+        // Fibonacci hashing: the top bits of v * 2^32 / phi.
+        (v.wrapping_mul(0x9e37_79b9) >> self.shift) as usize
+    }
+
+    /// Is `v` in the set?
+    #[inline]
+    pub fn contains(&self, v: u32) -> bool {
+        if v == self.empty {
+            return false;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(v);
+        // At most half the slots are used: the probe meets a free one.
+        for _ in 0..self.slots.len() {
+            match self.slots.get(i) {
+                Some(&s) if s == v => return true,
+                Some(&s) if s == self.empty => return false,
+                Some(_) => i = (i + 1) & mask,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Is the table empty?
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let e = self.empty;
+        self.slots.iter().copied().filter(move |&s| s != e)
+    }
+
+    /// Adds `v`; false if it was already there.
+    pub fn insert(&mut self, v: u32) -> bool {
+        if self.contains(v) {
+            return false;
+        }
+        if v == self.empty {
+            // Pick another free marker: one not in the set and not `v`.
+            let mut e = self.empty.wrapping_add(1);
+            while e == v || self.contains(e) {
+                e = e.wrapping_add(0x9e37_79b9);
+            }
+            let old = self.empty;
+            for s in self.slots.iter_mut() {
+                if *s == old {
+                    *s = e;
+                }
+            }
+            self.empty = e;
+        }
+        if (self.len + 1) * 2 > self.slots.len() {
+            let mut bigger = HashTable::with_capacity(self.slots.len());
+            bigger.empty = self.empty;
+            bigger.slots.fill(self.empty);
+            for x in self.iter() {
+                bigger.place(x);
+            }
+            bigger.len = self.len;
+            *self = bigger;
+        }
+        self.place(v);
+        self.len += 1;
+        true
+    }
+
+    /// Puts `v` (not in the set, not the marker) in its first free slot.
+    fn place(&mut self, v: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(v);
+        let empty = self.empty;
+        for _ in 0..self.slots.len() {
+            match self.slots.get_mut(i) {
+                Some(s) if *s == empty => {
+                    *s = v;
+                    return;
+                }
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Removes `v`; false if it was not there. Later entries of the probe
+    /// run move back into the hole (no tombstones).
+    pub fn remove(&mut self, v: u32) -> bool {
+        if v == self.empty {
+            return false;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(v);
+        loop {
+            let s = self.slots[i];
+            if s == v {
+                break;
+            }
+            if s == self.empty {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let s = self.slots[j];
+            if s == self.empty {
+                break;
+            }
+            let home = self.home(s);
+            // `s` may fill the hole if its probe from `home` passes it.
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = s;
+                hole = j;
+            }
+        }
+        self.slots[hole] = self.empty;
+        self.len -= 1;
+        true
+    }
 }
 
 /// A comparison of a field value against constants.
@@ -467,6 +681,32 @@ mod tests {
         assert!(s.contains(39) && !s.contains(40));
         assert!(s.remove(39) && !s.remove(39));
         assert_eq!(s.len(), 32);
+    }
+
+    #[test]
+    fn hash_table_behaves_like_a_set() {
+        let mut t = HashTable::with_capacity(1);
+        let mut m = std::collections::BTreeSet::new();
+        let mut x = 1u32;
+        for step in 0..20_000u32 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            // Small values collide with the free marker (0 at first).
+            let v = if step % 3 == 0 { (x >> 16) % 8 } else { (x >> 8) % 3000 };
+            if (x >> 4) % 5 < 3 && m.len() < 1500 {
+                assert_eq!(t.insert(v), m.insert(v), "insert {v}");
+            } else {
+                assert_eq!(t.remove(v), m.remove(&v), "remove {v}");
+            }
+            assert_eq!(t.len(), m.len());
+            if step % 97 == 0 {
+                let mut got: Vec<u32> = t.iter().collect();
+                got.sort_unstable();
+                assert!(got.iter().eq(m.iter()));
+                for probe in 0..3010 {
+                    assert_eq!(t.contains(probe), m.contains(&probe), "contains {probe}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -59,6 +59,8 @@ mod exec;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod x64;
 
+pub mod simd;
+
 /// Why a program could not be compiled.
 #[derive(Debug)]
 pub enum JitError {

@@ -1,0 +1,410 @@
+//! The packet path: instructions prepared into compact records.
+//!
+//! A pass keeps its [`Instr`]uctions (the model, what updates edit and what
+//! [`crate::Pass::instrs`] shows) and, beside them, one [`Step`] per
+//! instruction, built when the pass is built (O(length of the pass); value
+//! tables are shared, not copied). A step has its loads decoded (direct,
+//! past the IPv4 header, past two headers, wire length) and its comparison
+//! in the form that runs fastest:
+//! - one value: a compare;
+//! - 2 to [`SMALL_SET`](crate::SMALL_SET) values: **SIMD** lanes (on x86-64
+//!   two SSE2 registers compared against the broadcast field, see
+//!   [`sift_jit::simd::U32x8`]);
+//! - more: the set's [`HashTable`] (a multiply, a shift, a probe or two);
+//! - IPv4 + protocol + not a fragment: one fused step.
+//!
+//! Per packet, the IPv4 header length is loaded once ([`Pkt::ihl`]) and
+//! reused by every later step that addresses past that header.
+//!
+//! Outcomes and load order are those of [`Instr::eval`].
+
+use std::sync::Arc;
+
+use sift_jit::simd::U32x8;
+
+use crate::model::{layered_len, Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet};
+
+/// A packet being filtered, with its IPv4 header length once loaded.
+pub(crate) struct Pkt<'a> {
+    data: &'a [u8],
+    wire_len: u32,
+    /// Offset of the IHL byte whose header length is cached (`u64::MAX`: none).
+    ihl_at: u64,
+    ihl: u64,
+}
+
+impl<'a> Pkt<'a> {
+    #[inline(always)]
+    pub(crate) fn new(data: &'a [u8], wire_len: u32) -> Pkt<'a> {
+        Pkt { data, wire_len, ihl_at: u64::MAX, ihl: 0 }
+    }
+
+    /// `4 * (pkt[at] & 0xf)`, loaded at most once per packet.
+    #[inline(always)]
+    fn ihl(&mut self, at: u32) -> Result<u64, Abort> {
+        if u64::from(at) == self.ihl_at {
+            return Ok(self.ihl);
+        }
+        let b = *self.data.get(at as usize).ok_or(Abort)?;
+        self.ihl_at = u64::from(at);
+        self.ihl = u64::from(b & 0xf) * 4;
+        Ok(self.ihl)
+    }
+
+    #[inline(always)]
+    fn load(&self, at: u64, size: Size) -> Result<u32, Abort> {
+        let at = usize::try_from(at).map_err(|_| Abort)?;
+        match size {
+            Size::Byte => self.data.get(at).map(|&b| u32::from(b)).ok_or(Abort),
+            Size::Half => match self.data.get(at..at.wrapping_add(2)) {
+                Some(&[a, b]) => Ok(u32::from(u16::from_be_bytes([a, b]))),
+                _ => Err(Abort),
+            },
+            Size::Word => match self.data.get(at..at.wrapping_add(4)) {
+                Some(&[a, b, c, d]) => Ok(u32::from_be_bytes([a, b, c, d])),
+                _ => Err(Abort),
+            },
+        }
+    }
+}
+
+/// Where a prepared field is read.
+#[derive(Clone, Copy, Debug)]
+enum Loc {
+    Len,
+    Direct(u32),
+    Ipv4 { ihl_at: u32, offset: u32 },
+    Layered { ihl_at: Option<u32>, len_at: u32, len_mask: u32, len_shr: u32, len_shl: u32, offset: u32 },
+}
+
+/// A prepared [`Field`]: location, width, mask (all ones when none).
+#[derive(Clone, Copy, Debug)]
+struct PField {
+    loc: Loc,
+    size: Size,
+    mask: u32,
+}
+
+impl PField {
+    fn new(f: &Field) -> PField {
+        let (loc, size) = match f.source {
+            Source::Len => (Loc::Len, Size::Word),
+            Source::Load { size, addr } => (
+                match addr {
+                    Addr::Direct(k) => Loc::Direct(k),
+                    Addr::Ipv4Payload { ihl_at, offset } => Loc::Ipv4 { ihl_at, offset },
+                    Addr::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset } => {
+                        Loc::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset }
+                    }
+                },
+                size,
+            ),
+        };
+        PField { loc, size, mask: f.mask.unwrap_or(u32::MAX) }
+    }
+
+    #[inline(always)]
+    fn read(&self, p: &mut Pkt<'_>) -> Result<u32, Abort> {
+        let at = match self.loc {
+            Loc::Len => return Ok(p.wire_len & self.mask),
+            Loc::Direct(k) => u64::from(k),
+            Loc::Ipv4 { ihl_at, offset } => p.ihl(ihl_at)? + u64::from(offset),
+            Loc::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset } => {
+                let h = match ihl_at {
+                    Some(a) => p.ihl(a)?,
+                    None => 0,
+                };
+                let b = p.load(h + u64::from(len_at), Size::Byte)?;
+                h + layered_len(b, len_mask, len_shr, len_shl) + u64::from(offset)
+            }
+        };
+        Ok(p.load(at, self.size)? & self.mask)
+    }
+}
+
+/// A prepared comparison.
+#[derive(Clone, Debug)]
+enum PCmp {
+    Never,
+    Eq(u32),
+    Lanes(U32x8),
+    Table(Arc<HashTable>),
+    Range(u32, u32),
+    Gt(u32),
+    Ge(u32),
+    AnyBits(u32),
+}
+
+impl PCmp {
+    fn new(c: &Cmp) -> PCmp {
+        match c {
+            Cmp::In(ValueSet::Small(v)) => match v[..] {
+                [] => PCmp::Never,
+                [k] => PCmp::Eq(k),
+                _ => U32x8::new(v).map_or_else(|| PCmp::Table(Arc::new(table_of(v))), PCmp::Lanes),
+            },
+            Cmp::In(ValueSet::Large(t)) => PCmp::Table(t.clone()),
+            Cmp::Range(lo, hi) => PCmp::Range(*lo, *hi),
+            Cmp::Gt(k) => PCmp::Gt(*k),
+            Cmp::Ge(k) => PCmp::Ge(*k),
+            Cmp::AnyBits(k) => PCmp::AnyBits(*k),
+        }
+    }
+
+    #[inline(always)]
+    fn test(&self, v: u32) -> bool {
+        match self {
+            PCmp::Never => false,
+            PCmp::Eq(k) => v == *k,
+            PCmp::Lanes(l) => l.contains(v),
+            PCmp::Table(t) => t.contains(v),
+            PCmp::Range(lo, hi) => *lo <= v && v <= *hi,
+            PCmp::Gt(k) => v > *k,
+            PCmp::Ge(k) => v >= *k,
+            PCmp::AnyBits(k) => v & *k != 0,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            PCmp::Never => "never",
+            PCmp::Eq(_) => "eq",
+            PCmp::Lanes(_) if U32x8::IS_SIMD => "simd-sse2",
+            PCmp::Lanes(_) => "lanes",
+            PCmp::Table(_) => "hash",
+            PCmp::Range(..) => "range",
+            PCmp::Gt(_) | PCmp::Ge(_) => "order",
+            PCmp::AnyBits(_) => "bits",
+        }
+    }
+}
+
+fn table_of(v: &[u32]) -> HashTable {
+    let mut t = HashTable::with_capacity(v.len());
+    for &x in v {
+        t.insert(x);
+    }
+    t
+}
+
+/// A prepared [`Atom`].
+#[derive(Clone, Debug)]
+struct PAtom {
+    field: PField,
+    cmp: PCmp,
+    negate: bool,
+}
+
+impl PAtom {
+    fn new(a: &Atom) -> PAtom {
+        PAtom { field: PField::new(&a.field), cmp: PCmp::new(&a.cmp), negate: a.negate }
+    }
+
+    #[inline(always)]
+    fn eval(&self, p: &mut Pkt<'_>) -> Result<bool, Abort> {
+        Ok(self.cmp.test(self.field.read(p)?) != self.negate)
+    }
+}
+
+/// A prepared instruction. The first variants are superinstructions for
+/// the most common shapes, run without dispatching on the load or the
+/// comparison.
+#[derive(Clone, Debug)]
+enum Op {
+    /// `u8[off] == k` (xor `negate`).
+    Eq8 { off: u32, k: u32, negate: bool },
+    /// `u16[off] == k` (xor `negate`).
+    Eq16 { off: u32, k: u32, negate: bool },
+    /// `u32[off] & mask == k` (xor `negate`).
+    Eq32 { off: u32, mask: u32, k: u32, negate: bool },
+    /// `u32[off0] & mask == k or u32[off1] & mask == k` (xor `negate`):
+    /// `src or dst net`.
+    Either32 { offs: [u32; 2], mask: u32, k: u32, negate: bool },
+    /// `u16[ihl + off0] in cmp or u16[ihl + off1] in cmp` (xor `negate`),
+    /// `ihl` from the IPv4 header at `ihl_at`: `port` sets.
+    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool },
+    Test(PAtom),
+    Either { fields: [PField; 2], cmp: PCmp, negate: bool },
+    /// `u16[eth_at] == 0x800 and u8[proto_at] == proto [and u16[frag_at] &
+    /// 0x1fff == 0]`, fused.
+    Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
+    All(Box<[PAtom]>),
+    Any(Box<[PAtom]>),
+    Alternatives(Box<[Box<[PAtom]>]>),
+}
+
+impl Op {
+    fn new(i: &Instr) -> Op {
+        match i {
+            Instr::Test(a) => {
+                let p = PAtom::new(a);
+                match (p.field.loc, p.field.size, p.field.mask, &p.cmp) {
+                    (Loc::Direct(off), Size::Byte, u32::MAX, PCmp::Eq(k)) => Op::Eq8 { off, k: *k, negate: p.negate },
+                    (Loc::Direct(off), Size::Half, u32::MAX, PCmp::Eq(k)) => Op::Eq16 { off, k: *k, negate: p.negate },
+                    (Loc::Direct(off), Size::Word, mask, PCmp::Eq(k)) => Op::Eq32 { off, mask, k: *k, negate: p.negate },
+                    _ => Op::Test(p),
+                }
+            }
+            Instr::Either { fields, cmp, negate } => {
+                let (f0, f1, cmp) = (PField::new(&fields[0]), PField::new(&fields[1]), PCmp::new(cmp));
+                match (f0, f1, &cmp) {
+                    (
+                        PField { loc: Loc::Direct(o0), size: Size::Word, mask: m0 },
+                        PField { loc: Loc::Direct(o1), size: Size::Word, mask: m1 },
+                        PCmp::Eq(k),
+                    ) if m0 == m1 => Op::Either32 { offs: [o0, o1], mask: m0, k: *k, negate: *negate },
+                    (
+                        PField { loc: Loc::Ipv4 { ihl_at: a0, offset: o0 }, size: Size::Half, mask: u32::MAX },
+                        PField { loc: Loc::Ipv4 { ihl_at: a1, offset: o1 }, size: Size::Half, mask: u32::MAX },
+                        _,
+                    ) if a0 == a1 => Op::Ports { ihl_at: a0, offs: [o0, o1], cmp, negate: *negate },
+                    _ => Op::Either { fields: [f0, f1], cmp, negate: *negate },
+                }
+            }
+            Instr::All(atoms) => ipv4_l4(atoms).unwrap_or_else(|| Op::All(atoms.iter().map(PAtom::new).collect())),
+            Instr::Any(atoms) => Op::Any(atoms.iter().map(PAtom::new).collect()),
+            Instr::Alternatives(alts) => {
+                Op::Alternatives(alts.iter().map(|c| c.iter().map(PAtom::new).collect()).collect())
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn eval(&self, p: &mut Pkt<'_>) -> Result<bool, Abort> {
+        match self {
+            Op::Eq8 { off, k, negate } => Ok((p.load(u64::from(*off), Size::Byte)? == *k) != *negate),
+            Op::Eq16 { off, k, negate } => Ok((p.load(u64::from(*off), Size::Half)? == *k) != *negate),
+            Op::Eq32 { off, mask, k, negate } => Ok((p.load(u64::from(*off), Size::Word)? & mask == *k) != *negate),
+            Op::Either32 { offs, mask, k, negate } => {
+                let hit = p.load(u64::from(offs[0]), Size::Word)? & mask == *k
+                    || p.load(u64::from(offs[1]), Size::Word)? & mask == *k;
+                Ok(hit != *negate)
+            }
+            Op::Ports { ihl_at, offs, cmp, negate } => {
+                let h = p.ihl(*ihl_at)?;
+                let hit = cmp.test(p.load(h + u64::from(offs[0]), Size::Half)?)
+                    || cmp.test(p.load(h + u64::from(offs[1]), Size::Half)?);
+                Ok(hit != *negate)
+            }
+            Op::Test(a) => a.eval(p),
+            Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => {
+                if p.load(u64::from(*eth_at), Size::Half)? != 0x800
+                    || p.load(u64::from(*proto_at), Size::Byte)? != *proto
+                {
+                    return Ok(false);
+                }
+                match frag_at {
+                    Some(f) => Ok(p.load(u64::from(*f), Size::Half)? & 0x1fff == 0),
+                    None => Ok(true),
+                }
+            }
+            Op::Either { fields, cmp, negate } => {
+                let hit = cmp.test(fields[0].read(p)?) || cmp.test(fields[1].read(p)?);
+                Ok(hit != *negate)
+            }
+            Op::All(atoms) => {
+                for a in atoms.iter() {
+                    if !a.eval(p)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Op::Any(atoms) => {
+                for a in atoms.iter() {
+                    if a.eval(p)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            Op::Alternatives(alts) => {
+                'alt: for conj in alts.iter() {
+                    for a in conj.iter() {
+                        if !a.eval(p)? {
+                            continue 'alt;
+                        }
+                    }
+                    return Ok(true);
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    fn kind(&self) -> String {
+        let atoms = |v: &[PAtom]| v.iter().map(|a| a.cmp.kind()).collect::<Vec<_>>().join(",");
+        match self {
+            Op::Eq8 { .. } | Op::Eq16 { .. } | Op::Eq32 { .. } => "eq".to_string(),
+            Op::Either32 { .. } => "either/eq".to_string(),
+            Op::Ports { cmp, .. } => format!("ports/{}", cmp.kind()),
+            Op::Test(a) => a.cmp.kind().to_string(),
+            Op::Either { cmp, .. } => format!("either/{}", cmp.kind()),
+            Op::Ipv4L4 { .. } => "ipv4-l4".to_string(),
+            Op::All(v) => format!("all({})", atoms(v)),
+            Op::Any(v) => format!("any({})", atoms(v)),
+            Op::Alternatives(v) => {
+                format!("alternatives({})", v.iter().map(|c| atoms(c)).collect::<Vec<_>>().join(" | "))
+            }
+        }
+    }
+}
+
+/// The fused IPv4 + protocol (+ not a fragment) step, when `atoms` is
+/// exactly that: direct unmasked loads compared with single values.
+fn ipv4_l4(atoms: &[Atom]) -> Option<Op> {
+    let direct = |a: &Atom, size: Size| match (a.field.source, a.field.mask) {
+        (Source::Load { size: s, addr: Addr::Direct(k) }, None) if s == size => Some(k),
+        _ => None,
+    };
+    let single = |a: &Atom| match &a.cmp {
+        Cmp::In(ValueSet::Small(v)) if v.len() == 1 && !a.negate => v.first().copied(),
+        _ => None,
+    };
+    let (eth, proto, frag) = match atoms {
+        [e, p] => (e, p, None),
+        [e, p, f] => (e, p, Some(f)),
+        _ => return None,
+    };
+    let eth_at = direct(eth, Size::Half)?;
+    if single(eth)? != 0x800 {
+        return None;
+    }
+    let proto_at = direct(proto, Size::Byte)?;
+    let proto = single(proto)?;
+    let frag_at = match frag {
+        None => None,
+        Some(f) if f.negate && f.cmp == Cmp::AnyBits(0x1fff) => Some(direct(f, Size::Half)?),
+        Some(_) => return None,
+    };
+    Some(Op::Ipv4L4 { eth_at, proto_at, proto, frag_at })
+}
+
+/// One instruction of a pass as the packet path runs it.
+#[derive(Clone, Debug)]
+pub(crate) struct Step {
+    op: Op,
+    /// Skipped when the previous pass got past this position.
+    pub(crate) copied: bool,
+}
+
+impl Step {
+    pub(crate) fn new(i: &Instr, copied: bool) -> Step {
+        Step { op: Op::new(i), copied }
+    }
+
+    /// A step that holds and loads nothing.
+    pub(crate) fn always() -> Step {
+        Step { op: Op::All(Box::new([])), copied: false }
+    }
+
+    #[inline(always)]
+    pub(crate) fn eval(&self, p: &mut Pkt<'_>) -> Result<bool, Abort> {
+        self.op.eval(p)
+    }
+
+    /// How the step runs (`eq`, `simd-sse2`, `hash`, `ipv4-l4`, ...).
+    pub(crate) fn kind(&self) -> String {
+        self.op.kind()
+    }
+}

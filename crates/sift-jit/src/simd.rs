@@ -1,0 +1,94 @@
+//! Small SIMD kernels behind safe APIs, for engines that may not hold
+//! `unsafe` code themselves (the dynamic engine's set operands).
+//!
+//! Rust requires an `unsafe` block to call SSE2 intrinsics from a function
+//! without `#[target_feature(enable = "sse2")]`, even where SSE2 is part of
+//! the target's baseline (as on every x86-64); this module holds those
+//! blocks, each guarded by `cfg(target_feature = "sse2")`.
+
+/// Up to eight `u32` values tested for membership at once: on x86-64 with
+/// SSE2 (always), two 128-bit registers of four lanes, membership being a
+/// broadcast, two lane-wise compares, an `or` and a mask extraction, with
+/// no branch per value; elsewhere, a branch-free scan of a fixed array.
+#[derive(Clone, Copy, Debug)]
+pub struct U32x8 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    regs: [std::arch::x86_64::__m128i; 2],
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    vals: [u32; 8],
+}
+
+impl U32x8 {
+    /// True when [`U32x8::contains`] runs as SIMD instructions here.
+    pub const IS_SIMD: bool = cfg!(all(target_arch = "x86_64", target_feature = "sse2"));
+
+    /// The lanes for 1 to 8 values (unused lanes repeat the first value);
+    /// `None` for no value or more than eight.
+    pub fn new(values: &[u32]) -> Option<U32x8> {
+        let first = *values.first()?;
+        if values.len() > 8 {
+            return None;
+        }
+        let mut v = [first; 8];
+        for (slot, x) in v.iter_mut().zip(values) {
+            *slot = *x;
+        }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            use std::arch::x86_64::_mm_set_epi32;
+            let i = |k: usize| v[k] as i32;
+            // SAFETY: `_mm_set_epi32` needs SSE2, enabled for this build
+            // (the cfg above); it takes values, no pointer.
+            #[allow(unsafe_code)]
+            let regs = unsafe { [_mm_set_epi32(i(3), i(2), i(1), i(0)), _mm_set_epi32(i(7), i(6), i(5), i(4))] };
+            Some(U32x8 { regs })
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        {
+            Some(U32x8 { vals: v })
+        }
+    }
+
+    /// Is `x` one of the values?
+    #[inline(always)]
+    pub fn contains(&self, x: u32) -> bool {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            use std::arch::x86_64::{_mm_cmpeq_epi32, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi32};
+            // SAFETY: these intrinsics need SSE2, enabled for this build
+            // (the cfg above); they take registers and values, no pointer.
+            #[allow(unsafe_code)]
+            unsafe {
+                let b = _mm_set1_epi32(x as i32);
+                let eq = _mm_or_si128(_mm_cmpeq_epi32(self.regs[0], b), _mm_cmpeq_epi32(self.regs[1], b));
+                _mm_movemask_epi8(eq) != 0
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        {
+            self.vals.iter().fold(false, |acc, &v| acc | (v == x))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn membership_for_every_size() {
+        assert!(U32x8::new(&[]).is_none() && U32x8::new(&[0; 9]).is_none());
+        for n in 1..=8u32 {
+            let vals: Vec<u32> = (0..n).map(|i| i.wrapping_mul(0x8000_0001) ^ 0xdead).collect();
+            let l = U32x8::new(&vals).expect("1..=8 values");
+            for &v in &vals {
+                assert!(l.contains(v));
+            }
+            for probe in [0u32, 1, u32::MAX, 0xdeae, 0x8000_0000] {
+                assert_eq!(l.contains(probe), vals.contains(&probe), "{probe:#x} in {vals:x?}");
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert!(U32x8::IS_SIMD);
+    }
+}
