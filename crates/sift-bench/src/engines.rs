@@ -57,6 +57,7 @@ impl Setup {
                 netmask: None,
                 savefile: true,
                 swapped: false,
+                optimize: true,
             },
             linktype,
             dlt: lt.0,

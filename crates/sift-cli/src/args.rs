@@ -55,6 +55,8 @@ pub struct Args {
     pub bpf_file: Option<String>,
     /// `--time-stamp-precision micro|nano` (for `-w` and printing).
     pub nano: bool,
+    /// `-O`/`--no-optimize`: compile without the IR optimizer (as tcpdump's `-O`).
+    pub no_optimize: bool,
     /// `-q`: no per-packet lines (useful with `--count`).
     pub quiet: bool,
     /// `-h`/`--help`.
@@ -77,7 +79,7 @@ impl fmt::Display for ArgError {
 
 /// Options of tcpdump's that sift accepts and ignores (they only change
 /// printing or name resolution, which sift's summary lines do not do).
-const IGNORED_FLAGS: &[char] = &['n', 'N', 'O', 'v', 'e', 't', 'S', 'x', 'X', 'A', 'l', 'K', '#'];
+const IGNORED_FLAGS: &[char] = &['n', 'N', 'v', 'e', 't', 'S', 'x', 'X', 'A', 'l', 'K', '#'];
 
 fn number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, ArgError> {
     v.parse().map_err(|_| ArgError(format!("invalid number '{v}' for {flag}")))
@@ -131,7 +133,8 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                         other => return Err(ArgError(format!("unknown time stamp precision '{other}' (micro or nano)"))),
                     }
                 }
-                "no-optimize" | "immediate-mode" => {}
+                "no-optimize" => a.no_optimize = true,
+                "immediate-mode" => {}
                 "help" => a.help = true,
                 "version" => a.version = true,
                 _ => return Err(ArgError(format!("unknown option '--{name}'"))),
@@ -171,6 +174,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                     's' => a.snaplen = Some(number("-s", &arg_value(&mut i)?)?),
                     'd' => a.dump = a.dump.saturating_add(1),
                     'q' => a.quiet = true,
+                    'O' => a.no_optimize = true,
                     'h' => a.help = true,
                     c if IGNORED_FLAGS.contains(&c) => {}
                     c => return Err(ArgError(format!("unknown option '-{c}'"))),

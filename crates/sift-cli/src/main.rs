@@ -19,11 +19,11 @@ use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] [-r file] [-s snaplen]
+usage: sift [-dDOpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] [-r file] [-s snaplen]
             [-w file] [-W count] [-y linktype] [--pcapng] [--count] [--engine NAME] [--updates FILE]
             [--bpf-file FILE] [--time-stamp-precision micro|nano]
             [expression]
-       sift explain [-y linktype] [-s snaplen] expression
+       sift explain [-O] [-y linktype] [-s snaplen] expression
        sift gen KIND --count N -w FILE [--seed S]      (workloads: sift gen --help)
        sift bench [--workload KIND|FILE] [--filters ...] [--engines ...] [--json] [--svg FILE]
        sift bench --dynamic [--connections N,...] [--samples N] [--json]   (update latency)
@@ -49,6 +49,7 @@ usage: sift [-dDpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface] 
   -y LINKTYPE  link type for -d and explain (default EN10MB); a file's own type wins with -r
   -F FILE      read the expression from FILE ('#' starts a comment)
   -s SNAPLEN   value an accepting program returns (default 262144)
+  -O           do not run the optimizer (as tcpdump -O; verdicts are the same either way)
   -q           no per-packet lines
   --count      print only the number of matching packets
   --engine     meta (default: jit where available, else interp), jit, interp, dynamic, reference
@@ -131,6 +132,7 @@ fn explain(a: &Args) -> Result<ExitCode, Fail> {
         linktype: linktype_arg(a)?.unwrap_or(LinkType::EN10MB),
         snaplen: snaplen(a),
         netmask: Some(0),
+        optimize: !a.no_optimize,
         ..Default::default()
     };
     let c = sift::compile(&expr, &opts).map_err(compile_error)?;
@@ -141,6 +143,10 @@ fn explain(a: &Args) -> Result<ExitCode, Fail> {
     writeln!(out, "{}", c.ast)?;
     writeln!(out, "\n== predicate IR")?;
     write!(out, "{}", c.pred)?;
+    if opts.optimize {
+        writeln!(out, "\n== optimized predicate IR")?;
+        write!(out, "{}", c.optimized)?;
+    }
     writeln!(out, "\n== classic BPF ({} instructions)", c.program.len())?;
     write!(out, "{}", sift_bpf::text::dump_d(&c.program))?;
     Ok(ExitCode::SUCCESS)
@@ -165,6 +171,7 @@ fn file_options(c: &Capture) -> CompileOptions {
         netmask: Some(0),
         savefile: true,
         swapped: c.swapped(),
+        optimize: true,
     }
 }
 
@@ -231,7 +238,7 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
 
     if a.dump > 0 {
         let opts = match &capture {
-            Some(c) => file_options(c),
+            Some(c) => CompileOptions { optimize: !a.no_optimize, ..file_options(c) },
             None => {
                 let linktype = linktype_arg(a)?;
                 if linktype.is_none() {
@@ -241,6 +248,7 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
                     linktype: linktype.unwrap_or(LinkType::EN10MB),
                     snaplen: snaplen(a),
                     netmask: Some(0),
+                    optimize: !a.no_optimize,
                     ..Default::default()
                 }
             }
@@ -330,7 +338,7 @@ fn filter_capture(a: &Args, expr: &str, engine: Engine, capture: &Capture) -> Re
     // Compile for the file's link type before opening the output, as tcpdump
     // does: a bad expression fails even on an empty capture and writes nothing.
     let mut filters: HashMap<u32, Filter> = HashMap::new();
-    let file_opts = file_options(capture);
+    let file_opts = CompileOptions { optimize: !a.no_optimize, ..file_options(capture) };
     filters.insert(file_linktype, build_filter(a, expr, &file_opts, engine)?);
     let to_stdout = a.write.as_deref() == Some("-");
     let precision = if a.nano { TsPrecision::Nano } else { TsPrecision::Micro };

@@ -1,5 +1,5 @@
 //! The guarded predicate IR of sift: lowering from the AST per link type,
-//! the reference evaluator, and (later) optimizer passes.
+//! the reference evaluator, and the optimizer ([`opt`]).
 //!
 //! Pipeline: `sift_syntax::ast::Filter` → [`lower()`] (per link type) →
 //! [`Pred`] → engines (cBPF codegen in `sift-bpf`, JIT, ...).
@@ -9,9 +9,11 @@
 pub mod eval;
 pub mod linktype;
 pub mod lower;
+pub mod opt;
 pub mod pred;
 
 pub use eval::{matches, PacketView};
 pub use linktype::LinkType;
 pub use lower::{lower, LowerOptions};
+pub use opt::{optimize, optimize_with, OptOptions};
 pub use pred::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};

@@ -7,11 +7,15 @@
 //! 1. libpcap compiles it unoptimized; sift parses and lowers it. Both must
 //!    accept or both reject (a [known difference](KNOWN_DIFFERENCES) may
 //!    exempt a case, always with a reason).
-//! 2. When both accept: sift's predicate is compiled to cBPF, which must
-//!    pass sift's validator and be accepted by the kernel's checker.
+//! 2. When both accept: sift optimizes its predicate (`sift_ir::optimize`,
+//!    unless the campaign turns it off) and compiles the result to cBPF,
+//!    which must pass sift's validator and be accepted by the kernel's
+//!    checker.
 //! 3. For each random packet: libpcap's `bpf_filter` on libpcap's program,
-//!    sift's reference evaluator on the predicate, and sift's interpreter on
-//!    sift's program must agree (verdict = return value ≠ 0); the kernel
+//!    sift's reference evaluator on the lowered and on the optimized
+//!    predicate, sift's interpreter and JIT on sift's program, and the JIT
+//!    compiled straight from the optimized predicate must agree (verdict =
+//!    return value ≠ 0); the kernel
 //!    running sift's program must agree with libpcap's program on the same
 //!    bytes with `wire_len = data.len()` (the kernel cannot see another wire
 //!    length).
@@ -74,6 +78,15 @@ pub trait Engines: Sync {
     fn jit(&self, _prog: &[Insn]) -> Option<Result<Interp, String>> {
         None
     }
+    /// The optimizer (the default leaves the predicate as it is).
+    fn optimize(&self, pred: &Pred) -> Pred {
+        pred.clone()
+    }
+    /// Prepares sift's JIT straight from a predicate, returning `snaplen`
+    /// on accept (`None`: not part of this engine set or platform).
+    fn jit_pred(&self, _pred: &Pred, _snaplen: u32) -> Option<Result<Interp, String>> {
+        None
+    }
 }
 
 /// The real sift pipeline: `sift_syntax::parse` + `sift_ir::lower`, the
@@ -103,6 +116,18 @@ impl Engines for SiftEngines {
 
     fn jit(&self, prog: &[Insn]) -> Option<Result<Interp, String>> {
         match sift_jit::JitFilter::from_program(prog) {
+            Ok(j) => Some(Ok(Box::new(move |data, wire_len| j.run(data, wire_len)))),
+            Err(sift_jit::JitError::Unsupported) => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+
+    fn optimize(&self, pred: &Pred) -> Pred {
+        sift_ir::optimize(pred)
+    }
+
+    fn jit_pred(&self, pred: &Pred, snaplen: u32) -> Option<Result<Interp, String>> {
+        match sift_jit::JitFilter::from_pred_with(pred, snaplen) {
             Ok(j) => Some(Ok(Box::new(move |data, wire_len| j.run(data, wire_len)))),
             Err(sift_jit::JitError::Unsupported) => None,
             Err(e) => Some(Err(e.to_string())),
@@ -179,6 +204,10 @@ pub struct Verdicts {
     pub jit_value: Option<u32>,
     /// sift's reference evaluator.
     pub eval: Option<bool>,
+    /// sift's reference evaluator on the optimized predicate.
+    pub eval_opt: Option<bool>,
+    /// sift's JIT compiled straight from the optimized predicate (return value).
+    pub jit_pred_value: Option<u32>,
     /// sift's interpreter on sift's program.
     pub interp: Option<bool>,
     /// libpcap with `wire_len = data.len()` (what the kernel is compared with).
@@ -189,9 +218,10 @@ pub struct Verdicts {
 
 impl Verdicts {
     fn disagree(&self) -> bool {
-        let main = [self.eval, self.interp].iter().flatten().any(|v| *v != self.libpcap)
+        let main = [self.eval, self.eval_opt, self.interp].iter().flatten().any(|v| *v != self.libpcap)
             || self.interp_value.is_some_and(|v| v != self.libpcap_value)
-            || self.jit_value.is_some_and(|v| v != self.libpcap_value);
+            || self.jit_value.is_some_and(|v| v != self.libpcap_value)
+            || self.jit_pred_value.is_some_and(|v| v != self.libpcap_value);
         let kern = matches!((self.kernel, self.libpcap_kernel_len), (Some(k), Some(l)) if k != l);
         main || kern
     }
@@ -249,13 +279,25 @@ pub struct Campaign {
     pub threads: usize,
     /// How many disagreements to keep with full details (all are counted).
     pub max_details: usize,
+    /// Run sift's optimizer between lowering and code generation (the
+    /// default pipeline); the lowered predicate is evaluated too.
+    pub optimize: bool,
 }
 
 impl Campaign {
     /// A campaign with the given core parameters, all link types, automatic
     /// threads and up to 50 detailed disagreements.
     pub fn new(seed: u64, n_exprs: usize, packets_per_expr: usize, with_kernel: bool) -> Campaign {
-        Campaign { seed, n_exprs, packets_per_expr, with_kernel, linktype: None, threads: 0, max_details: 50 }
+        Campaign {
+            seed,
+            n_exprs,
+            packets_per_expr,
+            with_kernel,
+            linktype: None,
+            threads: 0,
+            max_details: 50,
+            optimize: true,
+        }
     }
 }
 
@@ -288,6 +330,12 @@ pub struct Report {
     pub interp_compared: usize,
     /// Verdicts of sift's JIT compared with libpcap.
     pub jit_compared: usize,
+    /// Verdicts of the reference evaluator on the optimized predicate
+    /// compared with libpcap.
+    pub eval_opt_compared: usize,
+    /// Verdicts of the JIT compiled from the optimized predicate compared
+    /// with libpcap.
+    pub jit_pred_compared: usize,
     /// Verdicts of the kernel compared with libpcap.
     pub kernel_compared: usize,
     /// Expressions whose programs (sift's and libpcap's alike) the kernel
@@ -337,6 +385,8 @@ impl Report {
         self.eval_compared += other.eval_compared;
         self.interp_compared += other.interp_compared;
         self.jit_compared += other.jit_compared;
+        self.eval_opt_compared += other.eval_opt_compared;
+        self.jit_pred_compared += other.jit_pred_compared;
         self.kernel_compared += other.kernel_compared;
         self.kernel_skipped += other.kernel_skipped;
         for (k, v) in other.by_kind {
@@ -410,12 +460,16 @@ impl fmt::Display for Disagreement {
                 Some(x) => format!("{} (returns {x})", verdict(v.interp)),
                 None => "-".into(),
             };
+            let value = |x: Option<u32>| x.map_or("-".to_string(), |x| x.to_string());
             writeln!(
                 f,
-                "  verdicts:   libpcap {} (returns {}), eval {}, interp {interp}; kernel {} vs libpcap(wire_len={}) {}",
+                "  verdicts:   libpcap {} (returns {}), eval {}, eval(optimized) {}, interp {interp}, jit returns {}, jit(optimized IR) returns {}; kernel {} vs libpcap(wire_len={}) {}",
                 verdict(Some(v.libpcap)),
                 v.libpcap_value,
                 verdict(v.eval),
+                verdict(v.eval_opt),
+                value(v.jit_value),
+                value(v.jit_pred_value),
                 verdict(v.kernel),
                 p.data.len(),
                 verdict(v.libpcap_kernel_len)
@@ -447,12 +501,14 @@ impl fmt::Display for Report {
         writeln!(f, "accepted by link type: {}", per_lt.join(", "))?;
         writeln!(
             f,
-            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, interp {}, jit {}, kernel {}",
+            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, eval(optimized) {}, interp {}, jit {}, jit(optimized IR) {}, kernel {}",
             self.packets,
             pct(self.libpcap_matches, self.packets),
             self.eval_compared,
+            self.eval_opt_compared,
             self.interp_compared,
             self.jit_compared,
+            self.jit_pred_compared,
             self.kernel_compared
         )?;
         if self.kernel_skipped > 0 {
@@ -663,12 +719,25 @@ fn one_expression(
         }
     };
 
+    // The optimized predicate: what sift's engines run.
+    let opt = if c.optimize { Some(engines.optimize(&pred)) } else { None };
+    let run_pred = opt.as_ref().unwrap_or(&pred);
+    let jit_pred = match engines.jit_pred(run_pred, snaplen) {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            report.record(dis(Kind::Interp, None, Some(format!("jit from the predicate: {e}")), None), c.max_details);
+            None
+        }
+        None => None,
+    };
+    let sifts = Sift { pred: &pred, opt: opt.as_ref(), jit_pred: jit_pred.as_ref() };
+
     // sift's program, validated, interpreted, and attached to the kernel.
     let mut interp: Option<Interp> = None;
     let mut jit: Option<Interp> = None;
     let mut kernel_ok = false;
     let mut sift_prog = Vec::new();
-    match engines.codegen(&pred, snaplen) {
+    match engines.codegen(run_pred, snaplen) {
         Err(e) => report.record(dis(Kind::Codegen, None, Some(e), None), c.max_details),
         Ok(prog) => {
             sift_prog.clone_from(&prog);
@@ -732,12 +801,14 @@ fn one_expression(
             (Some(_), Some(b)) => b.get(i).map_or(KernelVerdict::None, |v| KernelVerdict::Known(*v)),
             (Some(k), None) => KernelVerdict::Ask(k),
         };
-        let v = run_engines(engines, &lib_prog, &pred, interp.as_ref(), jit.as_ref(), kv, data, wire);
+        let v = run_engines(engines, &lib_prog, &sifts, interp.as_ref(), jit.as_ref(), kv, data, wire);
         report.packets += 1;
         report.libpcap_matches += usize::from(v.verdicts.libpcap);
         report.eval_compared += 1;
         report.interp_compared += usize::from(v.verdicts.interp.is_some());
         report.jit_compared += usize::from(v.verdicts.jit_value.is_some());
+        report.eval_opt_compared += usize::from(v.verdicts.eval_opt.is_some());
+        report.jit_pred_compared += usize::from(v.verdicts.jit_pred_value.is_some());
         report.kernel_compared += usize::from(v.verdicts.kernel.is_some());
         if let Err(e) = &v.kernel_err {
             report.record(dis(Kind::KernelError, None, Some(e.clone()), None), c.max_details);
@@ -750,7 +821,7 @@ fn one_expression(
                 continue;
             }
             reported = true;
-            let repro = shrink(engines, &lib_prog, &pred, interp.as_ref(), jit.as_ref(), kernel, data, wire, &v.verdicts);
+            let repro = shrink(engines, &lib_prog, &sifts, interp.as_ref(), jit.as_ref(), kernel, data, wire, &v.verdicts);
             let note = match (repro.verdicts.kernel, repro.verdicts.libpcap_kernel_len) {
                 (Some(k), Some(l)) if k != l => kernel::divergence(&sift_prog, &repro.data)
                     .map(|d| format!("sift's program on the kernel: {d}")),
@@ -761,6 +832,14 @@ fn one_expression(
             report.record(d, c.max_details);
         }
     }
+}
+
+/// sift's predicates for one expression: the lowered one, the optimized
+/// one, and the JIT compiled from the optimized one.
+struct Sift<'a> {
+    pred: &'a Pred,
+    opt: Option<&'a Pred>,
+    jit_pred: Option<&'a Interp>,
 }
 
 struct Run {
@@ -780,7 +859,7 @@ enum KernelVerdict<'a> {
 fn run_engines(
     engines: &dyn Engines,
     lib: &CheckedProgram,
-    pred: &Pred,
+    sift: &Sift<'_>,
     interp: Option<&Interp>,
     jit: Option<&Interp>,
     kernel: KernelVerdict<'_>,
@@ -789,7 +868,9 @@ fn run_engines(
 ) -> Run {
     let libpcap_value = lib.filter(data, wire);
     let libpcap = libpcap_value != 0;
-    let eval = Some(engines.eval(pred, data, wire));
+    let eval = Some(engines.eval(sift.pred, data, wire));
+    let eval_opt = sift.opt.map(|p| engines.eval(p, data, wire));
+    let jit_pred_value = sift.jit_pred.map(|f| f(data, wire));
     let interp_value = interp.map(|f| f(data, wire));
     let interp = interp_value.map(|v| v != 0);
     let jit_value = jit.map(|f| f(data, wire));
@@ -819,6 +900,8 @@ fn run_engines(
             interp_value,
             jit_value,
             eval,
+            eval_opt,
+            jit_pred_value,
             interp,
             libpcap_kernel_len: lib_k,
             kernel: kernel_v,
@@ -834,7 +917,7 @@ fn run_engines(
 fn shrink(
     engines: &dyn Engines,
     lib: &CheckedProgram,
-    pred: &Pred,
+    sift: &Sift<'_>,
     interp: Option<&Interp>,
     jit: Option<&Interp>,
     kernel: Option<&KernelFilter>,
@@ -845,8 +928,10 @@ fn shrink(
     let signature = |v: &Verdicts| {
         (
             v.eval.map(|e| e != v.libpcap),
+            v.eval_opt.map(|e| e != v.libpcap),
             v.interp_value.map(|e| e != v.libpcap_value),
             v.jit_value.map(|e| e != v.libpcap_value),
+            v.jit_pred_value.map(|e| e != v.libpcap_value),
             match (v.kernel, v.libpcap_kernel_len) {
                 (Some(k), Some(l)) => Some(k != l),
                 _ => None,
@@ -857,7 +942,7 @@ fn shrink(
     for len in 0..data.len() {
         let cut = &data[..len];
         let kv = kernel.map_or(KernelVerdict::None, KernelVerdict::Ask);
-        let r = run_engines(engines, lib, pred, interp, jit, kv, cut, wire);
+        let r = run_engines(engines, lib, sift, interp, jit, kv, cut, wire);
         if r.verdicts.disagree() && signature(&r.verdicts) == want {
             return PacketRepro { data: cut.to_vec(), wire_len: wire, original_len: data.len(), verdicts: r.verdicts };
         }

@@ -3,11 +3,14 @@
 //! The whole pipeline, one stage per crate:
 //!
 //! ```text
-//! text ──parse──▶ AST ──lower(link type)──▶ predicate IR ──codegen──▶ classic BPF
-//!      sift-syntax        sift-ir                      sift-bpf      │
-//!                                                                    ├─▶ interpreter (engine `interp`)
-//!                                                                    └─▶ kernel (SO_ATTACH_FILTER)
+//! text ──parse──▶ AST ──lower(link type)──▶ predicate IR ──optimize──▶ predicate IR ──codegen──▶ classic BPF
+//!      sift-syntax        sift-ir                      sift-ir::opt     │         sift-bpf      │
+//!                                                                       └─▶ JIT (sift-jit)      ├─▶ interpreter
+//!                                                                                               └─▶ kernel
 //! ```
+//!
+//! The optimizer is on by default; [`CompileOptions::optimize`] `= false`
+//! (the CLI's `-O`, as in tcpdump) compiles the lowered predicate as it is.
 //!
 //! Verdicts equal libpcap 1.10.3's unoptimized programs on every packet,
 //! truncated ones included (see `docs/compat.md` for deliberate differences).
@@ -47,6 +50,11 @@ pub struct CompileOptions {
     /// The savefile was written on a machine of the other byte order
     /// (matters for DLT_NULL's host-order address family); implies `savefile`.
     pub swapped: bool,
+    /// Run the IR optimizer (`sift_ir::opt`) between lowering and code
+    /// generation (default). It never changes a verdict; turning it off
+    /// (tcpdump's `-O`) gives the program shaped exactly as lowering
+    /// produced it.
+    pub optimize: bool,
 }
 
 impl Default for CompileOptions {
@@ -57,6 +65,7 @@ impl Default for CompileOptions {
             netmask: None,
             savefile: false,
             swapped: false,
+            optimize: true,
         }
     }
 }
@@ -69,7 +78,11 @@ pub struct Compiled {
     pub ast: ast::Filter,
     /// The lowered predicate (reference semantics).
     pub pred: Pred,
-    /// The classic BPF program (validated: the Linux kernel accepts it).
+    /// The predicate the engines run: the optimizer's output, or a copy of
+    /// `pred` when [`CompileOptions::optimize`] is off.
+    pub optimized: Pred,
+    /// The classic BPF program of `optimized` (validated: the Linux kernel
+    /// accepts it).
     pub program: Vec<Insn>,
 }
 
@@ -132,22 +145,35 @@ pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), E
     Ok((ast, pred))
 }
 
+/// Parses, lowers and (unless turned off) optimizes `expr`: the stages up
+/// to the predicate the engines run, without code generation.
+pub fn lower_optimized(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred, Pred), Error> {
+    let (ast, pred) = lower(expr, opts)?;
+    let optimized = if opts.optimize { sift_ir::optimize(&pred) } else { pred.clone() };
+    Ok((ast, pred, optimized))
+}
+
 /// Compiles `expr` through every stage to classic BPF.
 pub fn compile(expr: &str, opts: &CompileOptions) -> Result<Compiled, Error> {
-    let (ast, pred) = lower(expr, opts)?;
-    let program = sift_bpf::codegen::compile(&pred, &sift_bpf::codegen::CodegenOptions { snaplen: opts.snaplen })
-        .map_err(|e| Error::Codegen(e.to_string()))?;
-    Ok(Compiled { ast, pred, program })
+    let (ast, pred, optimized) = lower_optimized(expr, opts)?;
+    let program = codegen(&optimized, opts)?;
+    Ok(Compiled { ast, pred, optimized, program })
+}
+
+fn codegen(pred: &Pred, opts: &CompileOptions) -> Result<Vec<Insn>, Error> {
+    sift_bpf::codegen::compile(pred, &sift_bpf::codegen::CodegenOptions { snaplen: opts.snaplen })
+        .map_err(|e| Error::Codegen(e.to_string()))
 }
 
 /// The engines that can run a filter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Engine {
-    /// The best engine available here: the JIT on x86-64 Linux, the
-    /// interpreter elsewhere.
+    /// The best engine available here: the JIT on x86-64 Linux (compiled
+    /// straight from the optimized predicate), the interpreter elsewhere.
     #[default]
     Meta,
-    /// Native x86-64 code compiled from the classic BPF program.
+    /// Native x86-64 code compiled from the predicate (falling back to the
+    /// classic BPF program for what the direct compiler refuses).
     Jit,
     /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
     Interp,
@@ -210,20 +236,19 @@ impl Filter {
         let interp = |program: &[Insn]| {
             sift_bpf::interp::Program::new(program).map(Runner::Interp).map_err(|e| Error::Program(e.to_string()))
         };
+        let jit = || sift_jit::JitFilter::from_pred_with(&c.optimized, opts.snaplen);
         let runner = match engine {
-            Engine::Meta => match sift_jit::JitFilter::from_program(&c.program) {
+            Engine::Meta => match jit() {
                 Ok(j) => Runner::Jit(j),
                 Err(_) => interp(&c.program)?,
             },
-            Engine::Jit => Runner::Jit(
-                sift_jit::JitFilter::from_program(&c.program).map_err(|e| Error::Engine(format!("jit: {e}")))?,
-            ),
+            Engine::Jit => Runner::Jit(jit().map_err(|e| Error::Engine(format!("jit: {e}")))?),
             Engine::Interp => interp(&c.program)?,
             Engine::Dynamic => Runner::Dynamic(
                 sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype)
                     .map_err(|e| Error::Engine(format!("dynamic engine: {e}")))?,
             ),
-            Engine::Reference => Runner::Reference(c.pred),
+            Engine::Reference => Runner::Reference(c.optimized),
         };
         Ok(Filter { runner, program: c.program })
     }

@@ -1,0 +1,257 @@
+//! Pass 2, factoring: brings the alternatives of an `or` that start with
+//! the same test together and factors that test out, and distributes an
+//! `and` over an `or` whose alternatives are told apart by their first
+//! test, so that later tests see what the first one decided.
+//!
+//! Both rewrites rest on purity and on the global abort:
+//!
+//! * `or(and(g, r1), and(g, r2))` ≡ `and(g, or(r1, r2))`: `g` is evaluated
+//!   first either way, and a second evaluation of `g` would give the same
+//!   result without aborting.
+//! * Alternatives whose first tests are *exclusive* (the same value compared
+//!   for equality with different constants, e.g. `u16[12] == 0x800` and
+//!   `u16[12] == 0x86dd`) commute: they abort together, and when one first
+//!   test holds the other fails without evaluating anything else.
+//!   So `or(and(ip, a), and(ip6, b), and(ip, c))` ≡
+//!   `or(and(ip, a), and(ip, c), and(ip6, b))`.
+//! * `and(or(A1, …, An), P)` ≡ `or(and(A1, P), …, and(An, P))` when the
+//!   `Ai` start with pairwise exclusive tests: once `Ai`'s first test holds,
+//!   every other `Aj` fails at its first test without aborting.
+//!
+//! Distribution copies `P`; a node budget bounds the total growth.
+
+use super::analysis::size;
+use super::fold;
+use crate::pred::{CmpOp, Pred, Test, Value};
+
+/// How far back an alternative may move (bounds the running time).
+const MAX_MOVE: usize = 64;
+
+/// Factors and distributes, copying at most `budget` nodes in all.
+pub fn factor(p: Pred, budget: &mut usize) -> Pred {
+    match p {
+        Pred::Not(q) => match factor(*q, budget) {
+            Pred::Not(r) => *r,
+            q => Pred::Not(Box::new(q)),
+        },
+        Pred::And(v) => {
+            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
+            distribute(v, budget)
+        }
+        Pred::Or(v) => {
+            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
+            merge_alternatives(v, budget)
+        }
+        p => p,
+    }
+}
+
+/// The first conjunct of a predicate when it is a test or a negated test,
+/// and the remaining conjuncts.
+fn split_guard(p: Pred) -> Result<(Pred, Vec<Pred>), Pred> {
+    match p {
+        Pred::Test(_) => Ok((p, Vec::new())),
+        Pred::Not(q) if matches!(*q, Pred::Test(_)) => Ok((Pred::Not(q), Vec::new())),
+        Pred::And(mut v) if matches!(v.first(), Some(Pred::Test(_))) || matches!(v.first(), Some(Pred::Not(q)) if matches!(**q, Pred::Test(_))) => {
+            let g = v.remove(0);
+            Ok((g, v))
+        }
+        p => Err(p),
+    }
+}
+
+/// The guard of a predicate without taking it apart.
+fn guard_of(p: &Pred) -> Option<&Pred> {
+    match p {
+        Pred::Test(_) => Some(p),
+        Pred::Not(q) if matches!(**q, Pred::Test(_)) => Some(p),
+        Pred::And(v) => v.first().filter(|g| match g {
+            Pred::Test(_) => true,
+            Pred::Not(q) => matches!(**q, Pred::Test(_)),
+            _ => false,
+        }),
+        _ => None,
+    }
+}
+
+/// `lhs == constant`: the value and the constant.
+fn eq_const(g: &Pred) -> Option<(&Value, u32)> {
+    match g {
+        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) if !matches!(lhs, Value::Const(_)) => Some((lhs, *k)),
+        _ => None,
+    }
+}
+
+/// Whether two guards are exclusive: at most one holds, and they abort
+/// together.
+fn exclusive(g: &Pred, h: &Pred) -> bool {
+    match (eq_const(g), eq_const(h)) {
+        (Some((a, j)), Some((b, k))) => j != k && a == b,
+        _ => false,
+    }
+}
+
+/// One entry of a rebuilt `or`: a guard with the rests of the alternatives
+/// that start with it, or an alternative without a guard.
+enum Entry {
+    Guarded(Pred, Vec<Vec<Pred>>),
+    Plain(Pred),
+}
+
+impl Entry {
+    fn guard(&self) -> Option<&Pred> {
+        match self {
+            Entry::Guarded(g, _) => Some(g),
+            Entry::Plain(p) => guard_of(p),
+        }
+    }
+}
+
+fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
+    let alts = match fold::or(alts) {
+        Pred::Or(v) => v,
+        p => return p,
+    };
+    let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
+    for alt in alts {
+        let (g, rest) = match split_guard(alt) {
+            Ok(x) => x,
+            Err(p) => {
+                out.push(Entry::Plain(p));
+                continue;
+            }
+        };
+        let mut target = None;
+        for (k, e) in out.iter().enumerate().rev().take(MAX_MOVE) {
+            match e {
+                Entry::Guarded(h, _) if *h == g => {
+                    target = Some(k);
+                    break;
+                }
+                _ if e.guard().is_some_and(|h| exclusive(h, &g)) => {}
+                _ => break,
+            }
+        }
+        match target {
+            Some(k) => {
+                if let Entry::Guarded(_, rests) = &mut out[k] {
+                    rests.push(rest);
+                }
+                // The alternative moved before exclusive ones: fine.
+            }
+            None => out.push(Entry::Guarded(g, vec![rest])),
+        }
+    }
+    let rebuilt = out.into_iter().map(|e| match e {
+        Entry::Plain(p) => p,
+        Entry::Guarded(g, mut rests) => {
+            if rests.len() == 1 {
+                let rest = rests.pop().unwrap_or_default();
+                fold::and(std::iter::once(g).chain(rest))
+            } else {
+                let inner: Vec<Pred> = rests.into_iter().map(fold::and).collect();
+                let inner = merge_alternatives(inner, budget);
+                fold::and([g, inner])
+            }
+        }
+    });
+    fold::or(merge_same_rests(rebuilt.collect()))
+}
+
+/// `or(and(g1, r), and(g2, r))` ≡ `and(or(g1, g2), r)` when `g1`, `g2` are
+/// exclusive: once `g1` holds, `g2` fails without aborting, so the second
+/// `r` is never evaluated on the left either.
+fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
+    let mut out: Vec<Pred> = Vec::with_capacity(alts.len());
+    // The run being built: its guards and their common rest.
+    let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
+    let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
+        if let Some((mut guards, rest)) = run.take() {
+            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { Pred::Or(guards) };
+            out.push(fold::and(std::iter::once(g).chain(rest)));
+        }
+    };
+    for alt in alts {
+        let (g, rest) = match split_guard(alt) {
+            Ok((g, rest)) if eq_const(&g).is_some() && !rest.is_empty() => (g, rest),
+            Ok((g, rest)) => {
+                flush(&mut run, &mut out);
+                out.push(fold::and(std::iter::once(g).chain(rest)));
+                continue;
+            }
+            Err(p) => {
+                flush(&mut run, &mut out);
+                out.push(p);
+                continue;
+            }
+        };
+        if let Some((guards, r)) = &mut run {
+            if *r == rest && guards.iter().all(|h| exclusive(h, &g)) {
+                guards.push(g);
+                continue;
+            }
+        }
+        flush(&mut run, &mut out);
+        run = Some((vec![g], rest));
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// Whether the alternatives of an `or` start with pairwise exclusive tests.
+fn exclusive_alternatives(alts: &[Pred]) -> bool {
+    let guards: Option<Vec<(&Value, u32)>> = alts.iter().map(|a| guard_of(a).and_then(eq_const)).collect();
+    let Some(guards) = guards else { return false };
+    let Some(&(v0, _)) = guards.first() else { return false };
+    let mut seen: Vec<u32> = Vec::with_capacity(guards.len());
+    for &(v, k) in &guards {
+        if v != v0 || seen.contains(&k) {
+            return false;
+        }
+        seen.push(k);
+    }
+    alts.len() >= 2
+}
+
+fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
+    let mut v = match fold::and(v) {
+        Pred::And(v) => v,
+        p => return p,
+    };
+    let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| match &v[i] {
+        // Alternatives that are bare tests gain nothing (and undo
+        // `merge_same_rests`).
+        Pred::Or(alts) => alts.iter().any(|a| matches!(a, Pred::And(_))) && exclusive_alternatives(alts),
+        _ => false,
+    }) else {
+        return Pred::And(v);
+    };
+    let rest: Vec<Pred> = v.split_off(i + 1);
+    let copies = match &v[i] {
+        Pred::Or(alts) => alts.len() - 1,
+        _ => 0,
+    };
+    let cost = rest.iter().map(size).sum::<usize>() * copies;
+    if cost > *budget {
+        v.extend(rest);
+        return Pred::And(v);
+    }
+    let alts = match v.pop() {
+        Some(Pred::Or(alts)) => alts,
+        other => {
+            v.extend(other);
+            v.extend(rest);
+            return Pred::And(v);
+        }
+    };
+    *budget -= cost;
+    let n = alts.len();
+    let mut new_alts = Vec::with_capacity(n);
+    let mut rest = Some(rest);
+    for (j, a) in alts.into_iter().enumerate() {
+        let r = if j + 1 == n { rest.take().unwrap_or_default() } else { rest.clone().unwrap_or_default() };
+        new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget));
+    }
+    v.push(Pred::Or(new_alts));
+    fold::and(v)
+}

@@ -1,0 +1,365 @@
+//! Pass 3, path facts: one top-down walk that carries what the tests
+//! already evaluated on the current path established, and rewrites every
+//! test whose outcome that decides.
+//!
+//! What the walk knows at a node (all of it true on every path reaching the
+//! node without an abort):
+//!
+//! * the outcomes of earlier tests (`and` operands before this one held,
+//!   `or` operands before this one failed), used exactly (the same test) and
+//!   through ranges (`u8[23] == 6` decides `u8[23] == 17`; `u16[54] > 1023`
+//!   decides `u16[54] >= 80`), together with the range a value has by its
+//!   form (`u16[k] >= 0`, `(u8[14] & 0xf) << 2 <= 60`);
+//! * the *atoms* already evaluated (loads, divisions by a variable, walks):
+//!   evaluating one again cannot abort; and the captured length every
+//!   successful load proves (`u16[54]` proves 56 bytes, so `u8[23]` cannot
+//!   abort any more).
+//!
+//! A test whose outcome is decided becomes `true`/`false` when it cannot
+//! abort. When it could abort it stays, unless (a) its abort would be the
+//! same as its outcome where it stands (an abort rejects the packet: at the
+//! root, a `false` and an abort are the same), or (b) the next operand of
+//! the same `and`/`or` evaluates the same atoms first (then it aborts
+//! exactly when the dropped test would have). A sequence of tests that can
+//! no longer abort is reordered so that tests of the same value are
+//! adjacent (`src port 1 or dst port 1 or src port 2 or ...` becomes all
+//! `src` tests, then all `dst` tests), which lets a backend load the value
+//! once for all of them.
+
+use std::collections::{HashMap, HashSet};
+
+use super::analysis::{decide_in_range, first_test, pred_atoms, proven_len, range, test_atoms, within};
+use crate::pred::{CmpOp, Pred, Test, Value};
+
+/// How an abort compares with the outcomes where a node stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctx {
+    /// An abort has the same effect as `false` (e.g. the root).
+    AbortIsFalse,
+    /// An abort has the same effect as `true` (e.g. the root under `not`).
+    AbortIsTrue,
+    /// An abort differs from both outcomes.
+    Strict,
+}
+
+impl Ctx {
+    fn negated(self) -> Ctx {
+        match self {
+            Ctx::AbortIsFalse => Ctx::AbortIsTrue,
+            Ctx::AbortIsTrue => Ctx::AbortIsFalse,
+            Ctx::Strict => Ctx::Strict,
+        }
+    }
+}
+
+/// At most this many facts are kept per value (bounds the running time).
+const MAX_FACTS_PER_VALUE: usize = 64;
+/// Operand positions at which a non-aborting rest is looked for.
+const MAX_GROUP_START: usize = 8;
+
+struct Fact {
+    op: CmpOp,
+    rhs: Value,
+    holds: bool,
+}
+
+enum Undo {
+    Len(u32),
+    Done(Value),
+    Fact(Value),
+}
+
+#[derive(Default)]
+struct Env {
+    len: u32,
+    done: HashSet<Value>,
+    facts: HashMap<Value, Vec<Fact>>,
+    log: Vec<Undo>,
+}
+
+impl Env {
+    fn mark(&self) -> usize {
+        self.log.len()
+    }
+
+    fn reset(&mut self, mark: usize) {
+        while self.log.len() > mark {
+            match self.log.pop() {
+                Some(Undo::Len(l)) => self.len = l,
+                Some(Undo::Done(v)) => {
+                    self.done.remove(&v);
+                }
+                Some(Undo::Fact(v)) => {
+                    if let Some(fs) = self.facts.get_mut(&v) {
+                        fs.pop();
+                    }
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn covered(&self, a: &Value) -> bool {
+        within(a, self.len) || self.done.contains(a)
+    }
+
+    fn test_covered(&self, t: &Test) -> bool {
+        let mut v = Vec::new();
+        test_atoms(t, &mut v);
+        v.iter().all(|a| self.covered(a))
+    }
+
+    fn pred_covered(&self, p: &Pred) -> bool {
+        let mut v = Vec::new();
+        pred_atoms(p, &mut v);
+        v.iter().all(|a| self.covered(a))
+    }
+
+    /// Records that the atoms of `t` evaluated without aborting.
+    fn evaluated(&mut self, t: &Test) {
+        let mut v = Vec::new();
+        test_atoms(t, &mut v);
+        for a in v {
+            let l = proven_len(a);
+            if l > self.len {
+                self.log.push(Undo::Len(self.len));
+                self.len = l;
+            }
+            if !within(a, self.len) && !self.done.contains(a) {
+                self.done.insert(a.clone());
+                self.log.push(Undo::Done(a.clone()));
+            }
+        }
+    }
+
+    /// Records what `p` evaluating to `outcome` (without aborting) proves.
+    fn assume(&mut self, p: &Pred, outcome: bool) {
+        match p {
+            Pred::True | Pred::False => {}
+            Pred::Test(t) => {
+                self.evaluated(t);
+                let fs = self.facts.entry(t.lhs.clone()).or_default();
+                if fs.len() < MAX_FACTS_PER_VALUE {
+                    fs.push(Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome });
+                    self.log.push(Undo::Fact(t.lhs.clone()));
+                }
+            }
+            Pred::Not(q) => self.assume(q, !outcome),
+            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true)),
+            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false)),
+            Pred::And(_) | Pred::Or(_) => {
+                if let Some(t) = first_test(p) {
+                    self.evaluated(t);
+                }
+            }
+        }
+    }
+
+    /// The outcome of `t` if the facts (or the form of its values) decide it.
+    fn decide(&self, t: &Test) -> Option<bool> {
+        let facts = self.facts.get(&t.lhs);
+        if let Some(fs) = facts {
+            if let Some(f) = fs.iter().find(|f| f.op == t.op && f.rhs == t.rhs) {
+                return Some(f.holds);
+            }
+        }
+        let Value::Const(k) = t.rhs else { return None };
+        let (mut lo, mut hi) = range(&t.lhs);
+        for f in facts.map(|v| v.as_slice()).unwrap_or_default() {
+            let Value::Const(c) = f.rhs else { continue };
+            match (f.op, f.holds) {
+                (CmpOp::Eq, true) => {
+                    lo = lo.max(c);
+                    hi = hi.min(c);
+                }
+                (CmpOp::Eq, false) => {
+                    if t.op == CmpOp::Eq && c == k {
+                        return Some(false);
+                    }
+                }
+                (CmpOp::Gt, true) => lo = lo.max(c.saturating_add(1)),
+                (CmpOp::Gt, false) => hi = hi.min(c),
+                (CmpOp::Ge, true) => lo = lo.max(c),
+                (CmpOp::Ge, false) => hi = hi.min(c.saturating_sub(1)),
+                (CmpOp::Set, holds) => {
+                    if t.op == CmpOp::Set {
+                        if !holds && k & !c == 0 {
+                            return Some(false);
+                        }
+                        if holds && c & !k == 0 {
+                            return Some(true);
+                        }
+                    }
+                }
+            }
+        }
+        if lo > hi {
+            // No packet gets here without aborting: any answer will do.
+            return Some(false);
+        }
+        decide_in_range(t.op, lo, hi, k)
+    }
+}
+
+/// A simplified node and, when known, its outcome if it does not abort.
+struct S {
+    p: Pred,
+    known: Option<bool>,
+}
+
+impl S {
+    fn constant(b: bool) -> S {
+        S { p: if b { Pred::True } else { Pred::False }, known: Some(b) }
+    }
+}
+
+/// Rewrites `p` with what each path has already established.
+pub fn simplify(p: Pred) -> Pred {
+    let mut env = Env::default();
+    simp(p, &mut env, Ctx::AbortIsFalse).p
+}
+
+fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
+    match p {
+        Pred::True => S::constant(true),
+        Pred::False => S::constant(false),
+        Pred::Test(t) => match env.decide(&t) {
+            Some(b) if env.test_covered(&t) || allows(ctx, b) => S::constant(b),
+            known => S { p: Pred::Test(t), known },
+        },
+        Pred::Not(q) => {
+            let s = simp(*q, env, ctx.negated());
+            let p = match s.p {
+                Pred::True => Pred::False,
+                Pred::False => Pred::True,
+                Pred::Not(r) => *r,
+                q => Pred::Not(Box::new(q)),
+            };
+            S { p, known: s.known.map(|b| !b) }
+        }
+        Pred::And(v) => junction(v, env, ctx, true),
+        Pred::Or(v) => junction(v, env, ctx, false),
+    }
+}
+
+/// Whether an abort may stand in for `outcome` in this context.
+fn allows(ctx: Ctx, outcome: bool) -> bool {
+    matches!((ctx, outcome), (Ctx::AbortIsFalse, false) | (Ctx::AbortIsTrue, true))
+}
+
+/// A test or a negated test.
+fn simple_lhs(p: &Pred) -> Option<&Value> {
+    match p {
+        Pred::Test(t) => Some(&t.lhs),
+        Pred::Not(q) => match &**q {
+            Pred::Test(t) => Some(&t.lhs),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Stable grouping of simple tests by their left operand.
+fn group_by_value(ps: &mut [Pred]) {
+    let mut groups: Vec<(Value, Vec<Pred>)> = Vec::new();
+    for p in ps.iter_mut() {
+        let p = std::mem::replace(p, Pred::True);
+        let key = simple_lhs(&p).cloned().unwrap_or(Value::Const(0));
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(p),
+            None => groups.push((key, vec![p])),
+        }
+    }
+    for (slot, p) in ps.iter_mut().zip(groups.into_iter().flat_map(|g| g.1)) {
+        *slot = p;
+    }
+}
+
+/// `and` (`is_and`) or `or`: `unit` is the operand value that lets
+/// evaluation go on (`true` for `and`), `!unit` the one that decides.
+fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
+    let unit = is_and;
+    let mark = env.mark();
+    let n = v.len();
+    let mut out: Vec<S> = Vec::with_capacity(n);
+    let mut grouped = false;
+    for i in 0..n {
+        if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
+            let rest = &v[i..];
+            if rest.iter().all(|p| simple_lhs(p).is_some() && env.pred_covered(p)) {
+                group_by_value(&mut v[i..]);
+                grouped = true;
+            }
+        }
+        let c = std::mem::replace(&mut v[i], Pred::True);
+        let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
+        let s = simp(c, env, cctx);
+        match (&s.p, s.known) {
+            (Pred::True, _) if unit => {}
+            (Pred::False, _) if !unit => {}
+            (Pred::True | Pred::False, _) => {
+                out.push(s);
+                break;
+            }
+            (_, Some(b)) if b != unit => {
+                out.push(s);
+                break;
+            }
+            _ => {
+                env.assume(&s.p, unit);
+                match s.p {
+                    Pred::And(w) if is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
+                    Pred::Or(w) if !is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
+                    p => out.push(S { p, known: s.known }),
+                }
+            }
+        }
+    }
+    env.reset(mark);
+    // Drop operands that always let evaluation go on when the next operand
+    // evaluates their atoms first (it aborts exactly when they would).
+    let mut kept: Vec<S> = Vec::with_capacity(out.len());
+    let mut it = out.into_iter().peekable();
+    while let Some(s) = it.next() {
+        if s.known == Some(unit) {
+            if let Some(next) = it.peek() {
+                if covers(&next.p, &s.p) {
+                    continue;
+                }
+            }
+        }
+        kept.push(s);
+    }
+    let known = match kept.last() {
+        None => Some(unit),
+        Some(last) if last.known == Some(!unit) => Some(!unit),
+        _ if kept.iter().all(|s| s.known == Some(unit)) => Some(unit),
+        _ => None,
+    };
+    let ps: Vec<Pred> = kept.into_iter().map(|s| s.p).collect();
+    let p = match ps.len() {
+        0 => if unit { Pred::True } else { Pred::False },
+        1 => ps.into_iter().next().unwrap_or(Pred::True),
+        _ if is_and => Pred::And(ps),
+        _ => Pred::Or(ps),
+    };
+    if let Some(b) = known {
+        if allows(ctx, b) || env.pred_covered(&p) {
+            return S::constant(b);
+        }
+    }
+    S { p, known }
+}
+
+/// Whether evaluating `next` starts with atoms that abort whenever an atom
+/// of `p` would.
+fn covers(next: &Pred, p: &Pred) -> bool {
+    let Some(t) = first_test(next) else { return false };
+    let mut first = Vec::new();
+    test_atoms(t, &mut first);
+    let len = first.iter().map(|a| proven_len(a)).max().unwrap_or(0);
+    let mut mine = Vec::new();
+    pred_atoms(p, &mut mine);
+    mine.iter().all(|a| within(a, len) || first.contains(a))
+}
+

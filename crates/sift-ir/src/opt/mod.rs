@@ -1,0 +1,88 @@
+//! The optimizer: rewrites a [`Pred`] into an equivalent one that evaluates
+//! fewer tests, with exactly the semantics of [`crate::pred`] (pure tests,
+//! left-to-right short-circuit, an abort anywhere rejects the packet), so
+//! verdicts never change, truncated packets included.
+//!
+//! A fixed pipeline of passes, each one walk over the tree (no fixpoint):
+//!
+//! 1. [`fold`]: constant folding and flattening;
+//! 2. [`factor`]: alternatives of an `or` that start with the same test are
+//!    brought together (past alternatives whose first test excludes theirs)
+//!    and the test is factored out; `and` distributes over an `or` whose
+//!    alternatives start with exclusive tests (bounded copying);
+//! 3. [`facts`]: path facts: a test already decided on the path becomes
+//!    `true`/`false`, tests that cannot abort and whose outcome is not
+//!    needed are dropped, non-aborting tests of the same value are grouped;
+//! 4. [`factor`] and [`facts`] once more (the first round exposes common
+//!    first tests, e.g. `u8[23] == 6` once `ip` is known).
+//!
+//! What a backend gets: a tree in which consecutive tests of the same
+//! value (same load) are adjacent wherever they may be reordered, so that
+//! the value can be loaded once for all of them; and fewer, shallower tests.
+//!
+//! ```
+//! use sift_ir::{opt, Pred, Size, Value};
+//! let ip = Pred::eq(Value::load(Size::Half, 12), 0x800);
+//! let ip6 = Pred::eq(Value::load(Size::Half, 12), 0x86dd);
+//! // ip and ip6: the second test is decided by the first.
+//! assert_eq!(opt::optimize(&ip.clone().and(ip6)), Pred::False);
+//! ```
+
+pub mod analysis;
+pub mod factor;
+pub mod facts;
+pub mod fold;
+
+use crate::pred::Pred;
+
+/// Which passes run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptOptions {
+    /// Factoring and distribution (pass 2).
+    pub factor: bool,
+    /// Path facts (pass 3).
+    pub facts: bool,
+    /// Run factoring and path facts a second time.
+    pub second_round: bool,
+}
+
+impl Default for OptOptions {
+    fn default() -> Self {
+        OptOptions { factor: true, facts: true, second_round: true }
+    }
+}
+
+/// Optimizes with every pass.
+pub fn optimize(p: &Pred) -> Pred {
+    optimize_with(p, &OptOptions::default())
+}
+
+/// Optimizes with the passes `opts` selects.
+pub fn optimize_with(p: &Pred, opts: &OptOptions) -> Pred {
+    stages(p, opts).pop().map_or_else(|| p.clone(), |s| s.1)
+}
+
+/// The predicate after each pass, named, in order (for `sift explain` and
+/// tests); the last one is the optimizer's result.
+pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
+    let mut out = Vec::new();
+    let mut cur = fold::fold(p.clone());
+    out.push(("fold", cur.clone()));
+    // Distribution may copy up to twice the tree plus a little.
+    let mut budget = 2 * analysis::size(&cur) + 1024;
+    let rounds = if opts.second_round { 2 } else { 1 };
+    for _ in 0..rounds {
+        if opts.factor {
+            cur = factor::factor(cur, &mut budget);
+            out.push(("factor", cur.clone()));
+        }
+        if opts.facts {
+            cur = facts::simplify(cur);
+            out.push(("facts", cur.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

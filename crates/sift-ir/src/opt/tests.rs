@@ -1,0 +1,201 @@
+//! Unit tests of the optimizer: hand-picked rewrites, and random predicates
+//! over a few overlapping loads × random short packets, where the optimized
+//! predicate must give the same result *and the same aborts* as the
+//! original (compared with `eval_pred` under `not` too).
+
+use super::*;
+use crate::eval::{eval_pred, PacketView};
+use crate::lower::{lower, LowerOptions};
+use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value};
+
+fn parse(expr: &str) -> Pred {
+    let ast = sift_syntax::parse(expr).expect("parses");
+    lower(&ast, &LowerOptions { netmask: Some(0), ..LowerOptions::default() }).expect("lowers")
+}
+
+fn tests_in(p: &Pred) -> usize {
+    match p {
+        Pred::True | Pred::False => 0,
+        Pred::Test(_) => 1,
+        Pred::Not(q) => tests_in(q),
+        Pred::And(v) | Pred::Or(v) => v.iter().map(tests_in).sum(),
+    }
+}
+
+/// A tiny deterministic generator (xorshift).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn rand_value(r: &mut Rng, depth: u32) -> Value {
+    match r.below(if depth == 0 { 4 } else { 7 }) {
+        0 | 1 => Value::load(Size::Byte, r.below(6) as u32),
+        2 => Value::load(Size::Half, r.below(6) as u32),
+        3 => Value::Const(r.below(4) as u32),
+        4 => Value::load_indexed(Size::Byte, Value::load(Size::Byte, 0).bin(BinOp::And, Value::Const(3)), r.below(3) as u32),
+        5 => rand_value(r, depth - 1).bin(BinOp::And, Value::Const(r.below(4) as u32)),
+        _ => rand_value(r, depth - 1).bin(BinOp::Div, rand_value(r, 0)),
+    }
+}
+
+fn rand_test(r: &mut Rng) -> Pred {
+    let lhs = rand_value(r, 1);
+    let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][r.below(4) as usize];
+    let rhs = if r.below(5) == 0 { rand_value(r, 0) } else { Value::Const(r.below(4) as u32) };
+    Pred::Test(Test { lhs, op, rhs })
+}
+
+fn rand_pred(r: &mut Rng, depth: u32) -> Pred {
+    if depth == 0 {
+        return rand_test(r);
+    }
+    match r.below(9) {
+        0 | 1 => rand_test(r),
+        2 => Pred::Not(Box::new(rand_pred(r, depth - 1))),
+        3 => if r.below(2) == 0 { Pred::True } else { Pred::False },
+        4..=6 => Pred::And((0..2 + r.below(3)).map(|_| rand_pred(r, depth - 1)).collect()),
+        _ => Pred::Or((0..2 + r.below(3)).map(|_| rand_pred(r, depth - 1)).collect()),
+    }
+}
+
+/// Guards on the same half-word: what factoring and distribution act on.
+fn rand_guarded(r: &mut Rng, depth: u32) -> Pred {
+    let alts = (0..2 + r.below(4))
+        .map(|_| {
+            let g = Pred::eq(Value::load(Size::Half, 0), r.below(3) as u32);
+            g.and(rand_pred(r, depth))
+        })
+        .collect();
+    let or = Pred::Or(alts);
+    if r.below(2) == 0 {
+        or.and(rand_pred(r, depth))
+    } else {
+        or
+    }
+}
+
+#[test]
+fn random_predicates_keep_results_and_aborts() {
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    for case in 0..4000 {
+        let p = if case % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 3) };
+        let o = optimize(&p);
+        for len in 0..8usize {
+            for _ in 0..6 {
+                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+                let pkt = PacketView { data: &data, wire_len: len as u32 };
+                let (a, b) = (eval_pred(&p, pkt).unwrap_or(false), eval_pred(&o, pkt).unwrap_or(false));
+                assert_eq!(a, b, "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}");
+            }
+        }
+    }
+}
+
+#[test]
+fn random_predicates_under_not_keep_results() {
+    // Under `not` an abort still rejects: the optimizer sees the negation
+    // at the root, so a sub-predicate's abort context flips.
+    let mut r = Rng(0x1234_5678_9abc_def1);
+    for case in 0..3000 {
+        let p = Pred::Not(Box::new(if case % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 3) }));
+        let o = optimize(&p);
+        for len in 0..8usize {
+            for _ in 0..6 {
+                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+                let pkt = PacketView { data: &data, wire_len: len as u32 };
+                let (a, b) = (eval_pred(&p, pkt).unwrap_or(false), eval_pred(&o, pkt).unwrap_or(false));
+                assert_eq!(a, b, "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}");
+            }
+        }
+    }
+}
+
+#[test]
+fn each_pass_alone_keeps_results() {
+    let mut r = Rng(42);
+    let all = [
+        OptOptions { factor: true, facts: false, second_round: false },
+        OptOptions { factor: false, facts: true, second_round: false },
+        OptOptions { factor: true, facts: true, second_round: true },
+    ];
+    for case in 0..1500 {
+        let p = rand_guarded(&mut r, 3);
+        for opts in &all {
+            let o = optimize_with(&p, opts);
+            for len in 0..8usize {
+                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+                let pkt = PacketView { data: &data, wire_len: len as u32 };
+                assert_eq!(
+                    eval_pred(&p, pkt).unwrap_or(false),
+                    eval_pred(&o, pkt).unwrap_or(false),
+                    "case {case} {opts:?} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn decided_protocols_disappear() {
+    assert_eq!(optimize(&parse("ip and ip6")), Pred::False);
+    assert_eq!(optimize(&parse("ip and ip")), optimize(&parse("ip")));
+    // `tcp and udp`: the protocol byte is compared once per family.
+    let o = optimize(&parse("tcp and udp"));
+    assert!(tests_in(&o) <= 4, "{o}");
+}
+
+#[test]
+fn port_lists_share_their_prefix() {
+    let before = parse("tcp port 1 or tcp port 2 or tcp port 3 or tcp port 4");
+    let o = optimize(&before);
+    // ip6 and ip checked once each, the protocol and fragment once on the IPv4 side.
+    assert!(tests_in(&o) * 3 < tests_in(&before) * 2, "{} -> {}:\n{o}", tests_in(&before), tests_in(&o));
+    let text = o.to_string();
+    assert_eq!(text.matches("u16[12] == 0x800").count(), 1, "{o}");
+}
+
+#[test]
+fn portrange_drops_tautologies() {
+    let o = optimize(&parse("portrange 0-6000"));
+    assert!(!o.to_string().contains(">= 0\n"), "{o}");
+}
+
+#[test]
+fn truncation_sensitive_tests_stay() {
+    // `not tcp[100] = 1` must still reject a short TCP packet, so the load
+    // cannot be dropped although only the negation matters.
+    let o = optimize(&parse("ip and not ether[100] = 1 or ip"));
+    assert!(o.to_string().contains("u8[100]"), "{o}");
+}
+
+#[test]
+fn host_alternatives_are_grouped_by_ethertype() {
+    let o = optimize(&parse("host 1.2.3.4"));
+    assert_eq!(o.to_string().matches("u16[12] == 0x800").count(), 1, "{o}");
+}
+
+#[test]
+fn stages_are_named_and_end_in_the_result() {
+    let p = parse("tcp port 80");
+    let s = stages(&p, &OptOptions::default());
+    assert_eq!(s.iter().map(|x| x.0).collect::<Vec<_>>(), ["fold", "factor", "facts", "factor", "facts"]);
+    assert_eq!(s.last().map(|x| &x.1), Some(&optimize(&p)));
+}
+
+
+#[test]
+fn transport_alternatives_with_the_same_ports_merge() {
+    // portrange: tcp/udp/sctp alternatives share their port tests.
+    let o = optimize(&parse("portrange 0-6000"));
+    assert_eq!(o.to_string().matches("u16[54] > 0x1770").count(), 1, "{o}");
+}
