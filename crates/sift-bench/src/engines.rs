@@ -58,6 +58,7 @@ impl Setup {
                 savefile: true,
                 swapped: false,
                 optimize: true,
+                names: None,
             },
             linktype,
             dlt: lt.0,

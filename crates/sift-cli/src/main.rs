@@ -172,6 +172,7 @@ fn file_options(c: &Capture) -> CompileOptions {
         savefile: true,
         swapped: c.swapped(),
         optimize: true,
+        ..Default::default()
     }
 }
 

@@ -357,7 +357,7 @@ impl DynamicFilter {
     /// Translates `expr` (compiled for `linktype`) into passes, or says what
     /// does not fit.
     pub fn from_expr(expr: &str, linktype: LinkType) -> Result<DynamicFilter, Error> {
-        let opts = sift_ir::LowerOptions { linktype, netmask: None, savefile: false, swapped: false };
+        let opts = sift_ir::LowerOptions { linktype, netmask: None, savefile: false, swapped: false, names: None };
         DynamicFilter::from_expr_with(expr, &opts)
     }
 

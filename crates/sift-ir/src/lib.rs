@@ -17,3 +17,4 @@ pub use linktype::LinkType;
 pub use lower::{lower, LowerOptions};
 pub use opt::{optimize, optimize_with, OptOptions};
 pub use pred::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
+pub use sift_syntax::resolver::NameTables;

@@ -259,6 +259,7 @@ fn random_asts_lower_or_fail_cleanly() {
             netmask: if r.below(2) == 0 { None } else { Some(r.next() as u32) },
             savefile: r.below(2) == 0,
             swapped: r.below(2) == 0,
+            names: None,
         };
         match lower(&f, &o) {
             Ok(p) => {

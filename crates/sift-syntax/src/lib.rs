@@ -30,6 +30,7 @@ pub mod lexer;
 pub mod names;
 mod parser;
 mod print;
+pub mod resolver;
 pub mod span;
 
 pub use error::Error;

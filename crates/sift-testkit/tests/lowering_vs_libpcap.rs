@@ -728,7 +728,7 @@ fn compare(job: &Job, packets: &[Packet]) -> Outcome {
                 Mode::Dead => (false, false),
                 Mode::Savefile { swapped } => (true, swapped),
             };
-            let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped };
+            let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped, names: None };
             lower(&f, &opts).map_err(|e| e.message)
         });
     let (prog, pred) = match (theirs, ours) {

@@ -340,7 +340,6 @@ fn check_interp_fidelity(
 
 #[derive(Clone, Debug)]
 enum Outcome {
-    SkippedNames,
     SkippedPlatform,
     NotApplicable,
     Unsupported(&'static str),
@@ -368,7 +367,7 @@ enum Outcome {
 struct AcceptStats {
     rows: usize,
     compiled: usize,
-    skipped_names: usize,
+    with_names: usize,
     skipped_platform: usize,
     not_applicable: usize,
     unsupported: usize,
@@ -388,7 +387,6 @@ impl AcceptStats {
         self.rows += 1;
         self.compiled += usize::from(compiled);
         match o {
-            Outcome::SkippedNames => self.skipped_names += 1,
             Outcome::SkippedPlatform => self.skipped_platform += 1,
             Outcome::NotApplicable => self.not_applicable += 1,
             Outcome::Unsupported(_) => self.unsupported += 1,
@@ -407,7 +405,7 @@ impl AcceptStats {
     fn merge(&mut self, o: &AcceptStats) {
         self.rows += o.rows;
         self.compiled += o.compiled;
-        self.skipped_names += o.skipped_names;
+        self.with_names += o.with_names;
         self.skipped_platform += o.skipped_platform;
         self.not_applicable += o.not_applicable;
         self.unsupported += o.unsupported;
@@ -452,10 +450,10 @@ struct Ctx<'a> {
 
 /// The outcome of an accept row that is not run (skips), if any.
 fn accept_precheck(row: &Row) -> Option<Outcome> {
-    if common::requires_names(&row.requires) {
-        return Some(Outcome::SkippedNames);
-    }
-    if !row.requires.is_empty() {
+    // Rows that need TESTrun's hosts/networks/ethers entries run with its
+    // tables (`common::testrun_names`); 1.10.3 (the system's resolver) then
+    // rejects them, so master's program judges them.
+    if !row.requires.is_empty() && !common::requires_names(&row.requires) {
         // TESTrun's other conditions skip on Linux little-endian hosts
         // (`is not macOS`, `little-endian`, `HAVE_DECL_SKF_AD_...`).
         return Some(Outcome::SkippedPlatform);
@@ -520,6 +518,9 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
         Err(e) => {
             let o = if let Some(family) = common::unsupported_feature(&row.expr) {
                 Outcome::Unsupported(family)
+            } else if common::requires_names(&row.requires) {
+                // 1.10.3 cannot resolve TESTrun's names here: its rejection says nothing.
+                Outcome::Fail(format!("sift rejects ({e}) with TESTrun's names; master compiles it"))
             } else if oracle.is_err() {
                 Outcome::BothReject
             } else {
@@ -535,17 +536,37 @@ fn run_accept_group(ctx: &Ctx<'_>, members: &[usize]) -> Vec<(usize, Outcome, bo
     let sift_i = run_sift(&sift.program, set);
     let sift_e: Vec<bool> = set.iter().map(|(d, w)| common::sift_eval(&sift.pred, d, *w)).collect();
 
-    // sift accepts what 1.10.3 rejects: only master can judge it.
+    // sift accepts what 1.10.3 rejects: only master can judge it. (Rows
+    // that need TESTrun's names get here too: the live 1.10.3 resolves with
+    // the system.) An optimized row may differ from sift where master's
+    // optimizer changes verdicts, i.e. where master's unoptimized program
+    // for the same expression agrees with sift.
     let oracle = match oracle {
         Err(oerr) => {
+            let master_unopt: Option<Vec<u32>> = live
+                .iter()
+                .map(|&i| &ctx.rows[i])
+                .find(|r| !r.optimize)
+                .and_then(|r| match ctx.masters.get(&r.label) {
+                    Some(Ok(text)) => reference_program(text).ok(),
+                    _ => None,
+                })
+                .map(|p| run_libpcap(&p, set));
             for &i in &live {
                 let r = &ctx.rows[i];
                 let o = match ctx.masters.get(&r.label) {
                     Some(Ok(text)) => match reference_program(text) {
                         Ok(mp) => {
                             let mv = run_libpcap(&mp, set);
-                            match (0..mv.len()).find(|&k| (mv[k] != 0) != (sift_i[k] != 0) || sift_e[k] != (mv[k] != 0)) {
+                            let sift_ok = |k: usize| sift_e[k] == (sift_i[k] != 0);
+                            let optimizer_only = r.optimize
+                                && master_unopt.as_ref().is_some_and(|mu| {
+                                    (0..mv.len()).all(|k| sift_ok(k) && (mu[k] != 0) == (sift_i[k] != 0))
+                                });
+                            let diffs = (0..mv.len()).filter(|&k| (mv[k] != 0) != (sift_i[k] != 0)).count();
+                            match (0..mv.len()).find(|&k| (mv[k] != 0) != (sift_i[k] != 0) || !sift_ok(k)) {
                                 None => Outcome::AgreeMasterOnly,
+                                Some(_) if optimizer_only => Outcome::ExplainedOptimizer(diffs),
                                 Some(k) => Outcome::Fail(format!(
                                     "1.10.3 rejects ({oerr}), sift accepts and disagrees with master: master {} sift {}/{} on {} (wire {}, hex {})",
                                     mv[k], sift_i[k], sift_e[k], set.origin(k), set.get(k).1, common::hex(&set.get(k).0, 96)
@@ -886,8 +907,10 @@ fn testrun_rows() {
     let mut missing_master: Vec<String> = Vec::new();
     for (i, o, compiled) in &results {
         let r = &rows[*i];
-        per_dlt.entry(r.dlt.clone()).or_default().add(o, *compiled);
-        if known_accept.contains_key(&(r.dlt.clone(), r.expr.clone())) && !matches!(o, Outcome::SkippedNames | Outcome::SkippedPlatform | Outcome::NotApplicable) {
+        let st = per_dlt.entry(r.dlt.clone()).or_default();
+        st.add(o, *compiled);
+        st.with_names += usize::from(common::requires_names(&r.requires));
+        if known_accept.contains_key(&(r.dlt.clone(), r.expr.clone())) && !matches!(o, Outcome::SkippedPlatform | Outcome::NotApplicable) {
             known_seen.insert((KnownKind::Accept, r.dlt.clone(), r.expr.clone()));
         }
         match o {
@@ -917,7 +940,7 @@ fn testrun_rows() {
     println!("\n=== TESTrun accept rows (supported link types)");
     println!(
         "{:<11} {:>5} {:>8} {:>7} {:>8} {:>5} {:>6} {:>7} {:>6} {:>7} {:>7} {:>7} {:>5}",
-        "DLT", "rows", "compiled", "skipNm", "skipPlat", "n/a", "unsup", "agree", "noMstr", "mstrOnly", "explSem", "explOpt", "fail"
+        "DLT", "rows", "compiled", "names", "skipPlat", "n/a", "unsup", "agree", "noMstr", "mstrOnly", "explSem", "explOpt", "fail"
     );
     let mut total = AcceptStats::default();
     for (dlt, s) in &per_dlt {
@@ -926,7 +949,7 @@ fn testrun_rows() {
             dlt,
             s.rows,
             s.compiled,
-            s.skipped_names,
+            s.with_names,
             s.skipped_platform,
             s.not_applicable,
             s.unsupported,
@@ -940,7 +963,7 @@ fn testrun_rows() {
         total.merge(s);
     }
     println!(
-        "(skipNm = requires hosts/ethers/networks names; skipPlat = TESTrun skips it on Linux little-endian; n/a = filtertest-only mode;\n \
+        "(names = of the rows, run with TESTrun's hosts/ethers/networks tables; skipPlat = TESTrun skips it on Linux little-endian; n/a = filtertest-only mode;\n \
          noMstr = no master program (opt => undef, or missing from the data file), checked against 1.10.3 only; mstrOnly = master-only syntax sift accepts, agrees with master;\n \
          explSem = differs from master where master's semantics differ from 1.10.3; explOpt = differs from master's optimized program where the optimizer changes verdicts)"
     );
@@ -985,7 +1008,7 @@ fn testrun_rows() {
     let _ = writeln!(
         summary,
         "testrun accept: {} rows for supported DLTs: {} pass ({} agree with master, {} explained: {} master semantics + {} optimizer, {} follow master's semantics by decision (known differences), {} without master program, {} master-only syntax, {} rejected like 1.10.3), \
-         {} skipped (requires names), {} skipped (other OS/byte order), {} n/a (filtertest-only mode), {} unsupported (next issue), {} fail",
+         {} of them with TESTrun's name tables, {} skipped (other OS/byte order), {} n/a (filtertest-only mode), {} unsupported (next issue), {} fail",
         total.rows,
         total.passed(),
         total.agree,
@@ -996,7 +1019,7 @@ fn testrun_rows() {
         total.agree_no_master + total.agree_missing_master,
         total.agree_master_only,
         total.both_reject,
-        total.skipped_names,
+        total.with_names,
         total.skipped_platform,
         total.not_applicable,
         total.unsupported,
@@ -1009,7 +1032,7 @@ fn testrun_rows() {
         rows: usize,
         rejected: usize,
         master_stricter: usize,
-        skipped_names: usize,
+        with_names: usize,
         skipped_platform: usize,
         optimizer_only: usize,
         known: usize,
@@ -1029,11 +1052,8 @@ fn testrun_rows() {
         }
         let s = rstats.entry(r.dlt.clone()).or_default();
         s.rows += 1;
-        if common::requires_names(&r.requires) {
-            s.skipped_names += 1;
-            continue;
-        }
-        if !r.requires.is_empty() {
+        s.with_names += usize::from(common::requires_names(&r.requires));
+        if !r.requires.is_empty() && !common::requires_names(&r.requires) {
             s.skipped_platform += 1;
             continue;
         }
@@ -1089,18 +1109,18 @@ fn testrun_rows() {
     println!("\n=== TESTrun reject rows (supported link types)");
     println!(
         "{:<11} {:>5} {:>8} {:>14} {:>8} {:>7} {:>8} {:>6} {:>5}",
-        "DLT", "rows", "rejected", "(1.10.3 acc.)", "optOnly", "skipNm", "skipPlat", "known", "fail"
+        "DLT", "rows", "rejected", "(1.10.3 acc.)", "optOnly", "names", "skipPlat", "known", "fail"
     );
     let mut rt = RejectStats::default();
     for (dlt, s) in &rstats {
         println!(
             "{:<11} {:>5} {:>8} {:>14} {:>8} {:>7} {:>8} {:>6} {:>5}",
-            dlt, s.rows, s.rejected, s.master_stricter, s.optimizer_only, s.skipped_names, s.skipped_platform, s.known, s.fail
+            dlt, s.rows, s.rejected, s.master_stricter, s.optimizer_only, s.with_names, s.skipped_platform, s.known, s.fail
         );
         rt.rows += s.rows;
         rt.rejected += s.rejected;
         rt.master_stricter += s.master_stricter;
-        rt.skipped_names += s.skipped_names;
+        rt.with_names += s.with_names;
         rt.skipped_platform += s.skipped_platform;
         rt.optimizer_only += s.optimizer_only;
         rt.known += s.known;
@@ -1117,14 +1137,14 @@ fn testrun_rows() {
         summary,
         "testrun reject: {} rows for supported DLTs: {} pass ({} rejected, {} of them where 1.10.3 accepts and master rejects; \
          {} optimizer-only rejections compiled to a reject-all program), {} known differences, \
-         {} skipped (requires names), {} skipped (other OS/byte order), {} fail",
+         {} of them with TESTrun's name tables, {} skipped (other OS/byte order), {} fail",
         rt.rows,
         rt.rejected + rt.optimizer_only,
         rt.rejected,
         rt.master_stricter,
         rt.optimizer_only,
         rt.known,
-        rt.skipped_names,
+        rt.with_names,
         rt.skipped_platform,
         rt.fail
     );
@@ -1135,7 +1155,7 @@ fn testrun_rows() {
         rows: usize,
         pass_results: usize,
         pass_v1_10_3: usize,
-        skipped_names: usize,
+        with_names: usize,
         unsupported: usize,
         known: usize,
         fail: usize,
@@ -1152,10 +1172,7 @@ fn testrun_rows() {
         }
         let s = astats.entry(r.dlt.clone()).or_default();
         s.rows += 1;
-        if common::requires_names(&r.requires) {
-            s.skipped_names += 1;
-            continue;
-        }
+        s.with_names += usize::from(common::requires_names(&r.requires));
         let cap = capture_cache
             .entry(file.to_string())
             .or_insert_with(|| common::read_capture(&common::data_dir().join("pcaps/libpcap-filter").join(file)));
@@ -1252,17 +1269,17 @@ fn testrun_rows() {
         }
     }
     println!("\n=== TESTrun apply rows (supported link types)");
-    println!("{:<11} {:>5} {:>8} {:>9} {:>7} {:>6} {:>5}", "DLT", "rows", "=results", "=1.10.3", "skipNm", "unsup", "fail");
+    println!("{:<11} {:>5} {:>8} {:>9} {:>7} {:>6} {:>5}", "DLT", "rows", "=results", "=1.10.3", "names", "unsup", "fail");
     let mut at = ApplyStats::default();
     for (dlt, s) in &astats {
         println!(
             "{:<11} {:>5} {:>8} {:>9} {:>7} {:>6} {:>5}",
-            dlt, s.rows, s.pass_results, s.pass_v1_10_3, s.skipped_names, s.unsupported, s.fail
+            dlt, s.rows, s.pass_results, s.pass_v1_10_3, s.with_names, s.unsupported, s.fail
         );
         at.rows += s.rows;
         at.pass_results += s.pass_results;
         at.pass_v1_10_3 += s.pass_v1_10_3;
-        at.skipped_names += s.skipped_names;
+        at.with_names += s.with_names;
         at.unsupported += s.unsupported;
         at.known += s.known;
         at.fail += s.fail;
@@ -1275,12 +1292,12 @@ fn testrun_rows() {
     let _ = writeln!(
         summary,
         "testrun apply: {} rows for supported DLTs: {} pass ({} == results, {} == 1.10.3 where master fixed semantics), \
-         {} skipped (requires names), {} unsupported (next issue), {} known differences, {} fail",
+         {} of them with TESTrun's name tables, {} unsupported (next issue), {} known differences, {} fail",
         at.rows,
         at.pass_results + at.pass_v1_10_3,
         at.pass_results,
         at.pass_v1_10_3,
-        at.skipped_names,
+        at.with_names,
         at.unsupported,
         at.known,
         at.fail

@@ -55,6 +55,9 @@ pub struct CompileOptions {
     /// (tcpdump's `-O`) gives the program shaped exactly as lowering
     /// produced it.
     pub optimize: bool,
+    /// Name tables for host, network and Ethernet host names instead of the
+    /// system's (`None`, the default); see [`sift_ir::LowerOptions::names`].
+    pub names: Option<&'static sift_ir::NameTables>,
 }
 
 impl Default for CompileOptions {
@@ -66,6 +69,7 @@ impl Default for CompileOptions {
             savefile: false,
             swapped: false,
             optimize: true,
+            names: None,
         }
     }
 }
@@ -140,6 +144,7 @@ pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), E
         netmask: opts.netmask,
         savefile: opts.savefile,
         swapped: opts.swapped,
+        names: opts.names,
     };
     let pred = sift_ir::lower(&ast, &lopts).map_err(wrap)?;
     Ok((ast, pred))

@@ -7,14 +7,18 @@
 //!
 //! Host names resolve through the system resolver (`getaddrinfo`, through
 //! std), network names through `/etc/networks` and Ethernet host names
-//! through `/etc/ethers`, as libpcap does on Linux.
+//! through `/etc/ethers`, as libpcap does on Linux, or through the tables
+//! of [`LowerOptions::names`](super::LowerOptions::names) (see
+//! `sift_syntax::resolver`). `gateway NAME` (`gen_gateway`) needs both an
+//! Ethernet address and IPv4 addresses for the name.
 
 use super::link::{LinkKind, Rel};
 use super::{wlan_dir_words, Dir, Lowerer, Result};
 use crate::pred::{Pred, Size};
 use sift_syntax::ast::{AddrQual, ProtoQual, Qual};
 use sift_syntax::names::ethertype;
-use std::net::{IpAddr, ToSocketAddrs};
+use sift_syntax::resolver;
+use std::net::IpAddr;
 
 impl Lowerer<'_> {
     /// `gen_host`: an IPv4 address or network under a protocol qualifier.
@@ -236,17 +240,17 @@ impl Lowerer<'_> {
             if !has_mac_addresses(self.link.kind) {
                 return self.err("only ethernet/FDDI/token ring/802.11/ATM LANE/Fibre Channel supports link-level host name");
             }
-            let Some(mac) = ether_host(name) else {
-                return self.err(format!("unknown ether host '{name}'"));
+            let Some(mac) = resolver::ether_host(self.opts.names, name) else {
+                return self.name_err(name, format!("unknown ether host '{name}'"));
             };
             return self.link_host(&mac, dir);
         }
         if q.proto == Some(ProtoQual::Decnet) {
             return self.unsupported("'decnet' host names are");
         }
-        let addrs = resolve_host(name);
+        let addrs = resolver::host_addrs(self.opts.names, name);
         if addrs.is_empty() {
-            return self.err(format!("unknown host '{name}'"));
+            return self.name_err(name, format!("unknown host '{name}'"));
         }
         // Without a link-layer type field, a bare host name means IPv4/IPv6.
         let (mut v4proto, mut v6proto) = (q.proto, q.proto);
@@ -265,7 +269,9 @@ impl Lowerer<'_> {
                     self.host_v4(u32::from(v4), 0xffff_ffff, v4proto, dir, is_net)?
                 }
                 IpAddr::V6(v6) => {
-                    if v6proto == Some(ProtoQual::Ip) {
+                    // As master (1.10.3 skips them for `ip` only, and says
+                    // "'arp' modifier applied to ip6 host" for ARP/RARP).
+                    if matches!(v6proto, Some(ProtoQual::Ip | ProtoQual::Arp | ProtoQual::Rarp)) {
                         continue;
                     }
                     self.host_v6(&v6.octets(), &[0xff; 16], v6proto, dir, is_net)?
@@ -278,17 +284,17 @@ impl Lowerer<'_> {
         }
         match acc {
             Some(p) => Ok(p),
-            None if q.proto.is_none() => self.err(format!("unknown host '{name}'")),
-            None => self.err(format!("unknown host '{name}' for specified address family")),
+            None if q.proto.is_none() => self.name_err(name, format!("unknown host '{name}'")),
+            None => self.name_err(name, format!("unknown host '{name}' for specified address family")),
         }
     }
 
     /// A name as a network (`gen_scode`, `Q_NET`): `/etc/networks`, the
     /// number left-justified with a matching mask.
     pub(crate) fn net_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
-        let addr = network_by_name(name).unwrap_or(0);
+        let addr = resolver::network(self.opts.names, name).unwrap_or(0);
         if addr == 0 {
-            return self.err(format!("unknown network '{name}'"));
+            return self.name_err(name, format!("unknown network '{name}'"));
         }
         let (mut addr, mut mask) = (addr, 0xffff_ffffu32);
         while addr != 0 && addr & 0xff00_0000 == 0 {
@@ -296,6 +302,77 @@ impl Lowerer<'_> {
             mask <<= 8;
         }
         self.host_v4(addr, mask, q.proto, Dir::of(q.dir), true)
+    }
+
+    /// `[proto] gateway NAME` (libpcap master's `gen_scode` `Q_GATEWAY` and
+    /// `gen_gateway`, with its order of checks): packets whose link-layer
+    /// source or destination is NAME's Ethernet address (ethers), and that
+    /// are IPv4, ARP or RARP (or only the protocol given) with neither
+    /// source nor destination among NAME's IPv4 addresses (hosts): the
+    /// packets NAME forwards. NAME's IPv6 addresses are ignored.
+    ///
+    /// 1.10.3 (built with IPv6 support, as everywhere) rejects every
+    /// `gateway` ("'gateway' not supported in this configuration"); its
+    /// older form, `ether host MAC and not host NAME`, also accepted IPv6
+    /// and other non-IPv4 frames. sift follows master, whose form this is:
+    /// per protocol, `proto and not (src A or dst A or src B ...)`, OR-ed.
+    pub(crate) fn gateway(&mut self, q: &Qual, name: &str) -> Result<Pred> {
+        if q.dir.is_some() {
+            return self.err("'gateway' takes no direction qualifier");
+        }
+        let protos: &[(u32, u32, u32)] = match q.proto {
+            None => &[(ethertype::IP, 12, 16), (ethertype::ARP, 14, 24), (ethertype::REVARP, 14, 24)],
+            Some(ProtoQual::Ip) => &[(ethertype::IP, 12, 16)],
+            Some(ProtoQual::Arp) => &[(ethertype::ARP, 14, 24)],
+            Some(ProtoQual::Rarp) => &[(ethertype::REVARP, 14, 24)],
+            Some(p) => {
+                return self.err(format!("'{}' is not a valid qualifier for 'gateway'", super::proto_name(p)))
+            }
+        };
+        // The link layer must have Ethernet-like host addresses.
+        if self.link_host(&[0; 6], Dir::Or).is_err() {
+            let dlt = self.opts.linktype.name().map_or_else(|| self.opts.linktype.to_string(), |n| format!("DLT_{n}"));
+            return self.err(format!("'gateway' not supported on {dlt}"));
+        }
+        if self.link.mpls_depth > 0 {
+            return self.err("'gateway' cannot be used within MPLS");
+        }
+        let Some(mac) = resolver::ether_host(self.opts.names, name) else {
+            return self.name_err(name, format!("unknown Ethernet-like host '{name}'"));
+        };
+        let v4: Vec<u32> = resolver::host_addrs(self.opts.names, name)
+            .into_iter()
+            .filter_map(|a| match a {
+                IpAddr::V4(v4) => Some(u32::from(v4)),
+                IpAddr::V6(_) => None,
+            })
+            .collect();
+        if v4.is_empty() {
+            return self.name_err(name, format!("unknown host '{name}'"));
+        }
+        let mut acc = self.link_host(&mac, Dir::Or)?;
+        let mut forwarded: Option<Pred> = None;
+        for &(ll_proto, src, dst) in protos {
+            let mut listed: Option<Pred> = None;
+            for &a in &v4 {
+                let p = self
+                    .mcmp(Rel::LinkPl, src, Size::Word, a, 0xffff_ffff)
+                    .or(self.mcmp(Rel::LinkPl, dst, Size::Word, a, 0xffff_ffff));
+                listed = Some(match listed {
+                    Some(l) => l.or(p),
+                    None => p,
+                });
+            }
+            let p = self.gen_linktype(ll_proto)?.and(listed.unwrap_or(Pred::False).not());
+            forwarded = Some(match forwarded {
+                Some(f) => f.or(p),
+                None => p,
+            });
+        }
+        if let Some(f) = forwarded {
+            acc = acc.and(f);
+        }
+        Ok(acc)
     }
 
     /// `[proto] broadcast` (`gen_broadcast`).
@@ -386,82 +463,6 @@ fn dotted(v: u32) -> String {
     std::net::Ipv4Addr::from(v).to_string()
 }
 
-/// Resolves a host name with the system resolver (`getaddrinfo`, stream
-/// sockets, any family), in the resolver's order.
-pub(crate) fn resolve_host(name: &str) -> Vec<IpAddr> {
-    match (name, 0u16).to_socket_addrs() {
-        Ok(it) => it.map(|sa| sa.ip()).collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
-/// `getnetbyname` over `/etc/networks` (names and aliases, case-insensitive
-/// as glibc): the network number in host order, as `inet_network` parses it.
-pub(crate) fn network_by_name(name: &str) -> Option<u32> {
-    let text = std::fs::read_to_string("/etc/networks").ok()?;
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let mut fields = line.split_whitespace();
-        let (Some(n), Some(num)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        let matches = n.eq_ignore_ascii_case(name) || fields.any(|a| a.eq_ignore_ascii_case(name));
-        if matches {
-            return inet_network(num);
-        }
-    }
-    None
-}
-
-/// `inet_network`: up to four dot-separated C numbers (decimal, `0x` hex,
-/// leading-`0` octal), combined as `(a << 8 | b) << 8 ...`.
-fn inet_network(s: &str) -> Option<u32> {
-    let mut val: u32 = 0;
-    let mut n = 0;
-    for part in s.split('.') {
-        n += 1;
-        if n > 4 || part.is_empty() {
-            return None;
-        }
-        let (digits, radix) = if let Some(h) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
-            (h, 16)
-        } else if part.len() > 1 && part.starts_with('0') {
-            (&part[1..], 8)
-        } else {
-            (part, 10)
-        };
-        let v = u32::from_str_radix(digits, radix).ok()?;
-        if v > 255 {
-            return None;
-        }
-        val = (val << 8) | v;
-    }
-    Some(val)
-}
-
-/// `ether_hostton` over `/etc/ethers`: `MAC name` lines.
-fn ether_host(name: &str) -> Option<[u8; 6]> {
-    let text = std::fs::read_to_string("/etc/ethers").ok()?;
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("");
-        let mut fields = line.split_whitespace();
-        let (Some(mac), Some(n)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        if n.eq_ignore_ascii_case(name) {
-            let mut out = [0u8; 6];
-            let mut parts = mac.split(':');
-            for b in out.iter_mut() {
-                *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-            }
-            if parts.next().is_none() {
-                return Some(out);
-            }
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,15 +472,5 @@ mod tests {
         assert_eq!(hid_value(0x0a01_0000, 2), (0x0a01_0000, 0xffff_0000));
         assert_eq!(hid_value(0x0a01_0203, 4), (0x0a01_0203, 0xffff_ffff));
         assert_eq!(hid_value(0xc0a8_0100, 3), (0xc0a8_0100, 0xffff_ff00));
-    }
-
-    #[test]
-    fn inet_network_forms() {
-        assert_eq!(inet_network("127.0.0.0"), Some(0x7f00_0000));
-        assert_eq!(inet_network("169.254"), Some(0xa9fe));
-        assert_eq!(inet_network("10"), Some(10));
-        assert_eq!(inet_network("0x7f.1"), Some(0x7f01));
-        assert_eq!(inet_network("1.2.3.4.5"), None);
-        assert_eq!(inet_network("256"), None);
     }
 }

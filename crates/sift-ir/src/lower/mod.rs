@@ -85,6 +85,7 @@ use crate::pred::Pred;
 use link::LinkLayer;
 use std::cell::Cell;
 use sift_syntax::ast::{AddrQual, DirQual, Expr, Filter, Id, Primitive, ProtoQual, Qual};
+use sift_syntax::resolver::NameTables;
 use sift_syntax::{Error, Span};
 
 /// What lowering needs besides the expression.
@@ -110,11 +111,18 @@ pub struct LowerOptions {
     /// libpcap byte-swaps the value it compares with in that case, and so
     /// does sift. Default `false`.
     pub swapped: bool,
+    /// Where host, network and Ethernet host names are looked up: `None`
+    /// (the default) is the system (`getaddrinfo`, `/etc/networks`,
+    /// `/etc/ethers`, as libpcap on Linux); tables make the result
+    /// independent of the machine (tests: TESTrun's names). A `'static`
+    /// borrow keeps the options `Copy`: build the tables once (a `static`,
+    /// a `OnceLock`, or `Box::leak`).
+    pub names: Option<&'static NameTables>,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { linktype: LinkType::EN10MB, netmask: None, savefile: false, swapped: false }
+        LowerOptions { linktype: LinkType::EN10MB, netmask: None, savefile: false, swapped: false, names: None }
     }
 }
 
@@ -277,6 +285,22 @@ impl<'a> Lowerer<'a> {
         // Both lengths fit: they are at most the span's length, a u32.
         let end = self.span.start.saturating_add(trimmed.len() as u32);
         Span::new(end.saturating_sub(value_len as u32), end)
+    }
+
+    /// An error about a name that does not resolve (`unknown host 'x'`),
+    /// pointing at the name: the end of the primitive's text, which is
+    /// where the grammar puts the id (the whole primitive if the text does
+    /// not end with it).
+    pub(crate) fn name_err<T>(&self, name: &str, message: impl Into<String>) -> Result<T> {
+        let span = match self.source.get(self.span.range()) {
+            Some(text) if !name.is_empty() && text.trim_end().ends_with(name) => {
+                // Both lengths fit: they are at most the span's length, a u32.
+                let end = self.span.start.saturating_add(text.trim_end().len() as u32);
+                Span::new(end.saturating_sub(name.len() as u32), end)
+            }
+            _ => self.span,
+        };
+        Err(Error::new(message, span))
     }
 
     /// libpcap master's `assert_maxval`: the error `NAME V greater than
@@ -527,7 +551,7 @@ impl<'a> Lowerer<'a> {
             None | Some(AddrQual::Host) => self.host_name(q, name),
             Some(AddrQual::Port) => self.port_name(q, name),
             Some(AddrQual::Portrange) => self.portrange_name(q, name),
-            Some(AddrQual::Gateway) => self.err("'gateway' not supported in this configuration"),
+            Some(AddrQual::Gateway) => self.gateway(q, name),
             Some(AddrQual::Proto) => self.proto_by_name(q, name),
             Some(AddrQual::Protochain) => self.protochain_by_name(q, name),
         }

@@ -170,7 +170,7 @@ impl Lowerer<'_> {
     pub(crate) fn port_name(&mut self, q: &Qual, name: &str) -> Result<Pred> {
         selector(self, q.proto, "port")?;
         let Some((port, real)) = name_to_port(name) else {
-            return self.err(format!("unknown port '{name}'"));
+            return self.name_err(name, format!("unknown port '{name}'"));
         };
         let sel = check_named(self, q.proto, real, "port", name)?;
         let port = check_range(self, port)?;

@@ -155,11 +155,11 @@ impl Lowerer<'_> {
         Ok(match q.proto {
             None | Some(ProtoQual::Ip) | Some(ProtoQual::Ip6) => match names::ip_protocol(name) {
                 Some(v) => v,
-                None => return self.err(format!("unknown ip proto '{name}'")),
+                None => return self.name_err(name, format!("unknown ip proto '{name}'")),
             },
             Some(ProtoQual::Link) => match names::link_protocol(name) {
                 Some(v) => v,
-                None => return self.err(format!("unknown ether proto '{name}'")),
+                None => return self.name_err(name, format!("unknown ether proto '{name}'")),
             },
             Some(ProtoQual::Iso) => match name {
                 "esis" => super::encap::nlpid::ESIS,
