@@ -185,6 +185,8 @@ fn other_link_types_compile_with_y() {
         ("MTP2_WITH_PHDR", "fisu or hdpc 0x0ab5"),
         ("BACNET_MS_TP", "link src host $7e or broadcast"),
         ("PFLOG", "on em0 and action block and reason match and rnr 5 and udp port 53"),
+        ("DSA_TAG_BRCM", "outbound and vlan 8 and stp"),
+        ("DSA_TAG_DSA", "inbound and ip multicast"),
     ];
     for (dlt, expr) in cases {
         let o = sift(&["-d", "-y", dlt, expr]);

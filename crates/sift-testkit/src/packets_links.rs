@@ -95,6 +95,22 @@ pub(crate) fn full_frame(rng: &mut Rng, lt: LinkType) -> Option<Vec<u8>> {
             f.extend(if af == 2 { ipv4(rng) } else if rng.chance(0.5) { ipv6(rng) } else { ipv4(rng) });
             f
         }
+        281 | 284 => {
+            // Ethernet with a 4-byte switch tag after the source address:
+            // Broadcom (opcode in the top 3 bits of byte 12) or Marvell DSA
+            // (mode in the top 2 bits, 0x40 = from CPU... as captured).
+            let eth = ethernet(rng);
+            let mut f = eth[..12.min(eth.len())].to_vec();
+            let tag0 = if lt.0 == 281 {
+                rng.one_of(&[0x00u8, 0x20, 0x40], |r| r.byte())
+            } else {
+                rng.one_of(&[0x00u8, 0x40, 0x80, 0xc0], |r| r.byte())
+            };
+            f.push(tag0);
+            f.extend(rng.bytes(3));
+            f.extend(eth.get(12..).unwrap_or(&[]));
+            f
+        }
         240 => {
             let mut f = rng.bytes(4);
             f.extend(ethernet(rng));

@@ -418,6 +418,10 @@ impl Lowerer<'_> {
             }
             Some(ProtoQual::Ip) => {
                 let lt = self.gen_linktype(ethertype::IP)?;
+                if self.is_dsa() {
+                    // Master-only link types: master's 224.0.0.0/4.
+                    return Ok(lt.and(self.mcmp(Rel::LinkPl, 16, Size::Byte, 0xe0, 0xf0)));
+                }
                 return Ok(lt.and(self.cmp_ge(Rel::LinkPl, 16, Size::Byte, 224)));
             }
             Some(ProtoQual::Ip6) => {

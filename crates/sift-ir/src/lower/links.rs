@@ -148,6 +148,10 @@ pub(crate) fn layout(lt: LinkType) -> Option<LinkLayer> {
         141 => (LinkKind::Other(O::Mtp3), 0, None, NS, NS, NS),
         165 => (LinkKind::Other(O::BacnetMsTp), 0, None, NS, NS, NS),
         117 => (LinkKind::Other(O::Pflog), 0, Some(0), 0, 0, 0),
+        // DLT_DSA_TAG_BRCM, DLT_DSA_TAG_DSA (libpcap master; 1.10.3 has no
+        // filtering for them): Ethernet with a 4-byte switch tag after the
+        // source address.
+        281 | 284 => (LinkKind::Ethernet, 0, Some(16), 18, 0, 3),
         // DLT_ENC: DLT_NULL's header (host-order address family) plus 8 bytes.
         109 => (LinkKind::Null, 0, Some(0), 12, 0, 0),
         // DLT_NETANALYZER(_TRANSPARENT): Ethernet after a 4-byte
@@ -381,8 +385,17 @@ impl Lowerer<'_> {
     /// `inbound`/`outbound` on the link types of this file that have a
     /// direction (`None`: not one of them).
     pub(crate) fn other_inbound(&self, outbound: bool) -> Option<Pred> {
-        let LinkKind::Other(o) = self.link.kind else { return None };
         let pick = |inb: u32, out: u32| if outbound { out } else { inb };
+        // The DSA tags (libpcap master): the direction bits of the tag.
+        match self.opts.linktype.0 {
+            281 => return Some(self.mcmp(Rel::Packet, 12, Size::Byte, pick(0x00, 0x20), 0xe0)),
+            // Marvell DSA: mode in the top 2 bits; to the CPU (0) or to a
+            // sniffer (2) is inbound, from the CPU (1) outbound.
+            284 if outbound => return Some(self.mcmp(Rel::Packet, 12, Size::Byte, 0x40, 0xc0)),
+            284 => return Some(self.mcmp(Rel::Packet, 12, Size::Byte, 0x00, 0x40)),
+            _ => {}
+        }
+        let LinkKind::Other(o) = self.link.kind else { return None };
         Some(match o {
             // 1.10.3: `link[0] == 0`, `outbound` its negation (master
             // makes `outbound` `link[0] == 1`).
@@ -400,6 +413,12 @@ impl Lowerer<'_> {
             OtherLink::Pflog => self.cmp(Rel::LinkHdr, pfloghdr::DIR, Size::Byte, pick(1, 2)),
             _ => return None,
         })
+    }
+
+    /// Is the link type one of the DSA tags (DLT_DSA_TAG_BRCM,
+    /// DLT_DSA_TAG_DSA), which only libpcap master filters?
+    pub(crate) fn is_dsa(&self) -> bool {
+        matches!(self.opts.linktype.0, 281 | 284)
     }
 
     /// Is the link layer ARCnet (MAC-8 addresses)?
