@@ -284,6 +284,18 @@ impl Gen<'_> {
         self.opts.linktype == LinkType::EN10MB
     }
 
+    /// An 802.11 link type (with or without a radio header).
+    fn wlan(&self) -> bool {
+        matches!(
+            self.opts.linktype,
+            LinkType::IEEE802_11
+                | LinkType::IEEE802_11_RADIO
+                | LinkType::IEEE802_11_RADIO_AVS
+                | LinkType::PRISM_HEADER
+                | LinkType::PPI
+        )
+    }
+
     fn push(&mut self, s: &str) {
         self.out.push_str(s);
     }
@@ -369,6 +381,7 @@ impl Gen<'_> {
             (3, 8),    // less/greater
             (22, 9),   // relation
             (if eth { 5 } else { 1 }, 10), // vlan/mpls/pppoe/llc/OSI/DECnet
+            (if self.wlan() { 12 } else { 0 }, 11), // 802.11 type/subtype/dir/addresses
         ]);
         let kind = match choice {
             0 => Some(self.host()),
@@ -394,6 +407,10 @@ impl Gen<'_> {
                 self.encapsulation();
                 None
             }
+            11 => {
+                self.wlan_primitive();
+                None
+            }
             _ => {
                 self.relation();
                 None
@@ -402,6 +419,42 @@ impl Gen<'_> {
         if let Some(kind) = kind {
             self.inherited(kind);
         }
+    }
+
+    /// An 802.11 primitive: `type`/`subtype` (names and numbers), `dir`,
+    /// `wlan addr1`..`addr4`/`ra`/`ta`/`src`/`dst` with a MAC address.
+    fn wlan_primitive(&mut self) {
+        let text = match self.rng.below(6) {
+            0 => format!("type {}", self.rng.pick(&["mgt", "ctl", "data", "0", "1", "2", "3"])),
+            1 => {
+                let (t, sub) = *self.rng.pick(&[
+                    ("mgt", "beacon"),
+                    ("mgt", "probe-req"),
+                    ("mgt", "assoc-req"),
+                    ("mgt", "deauth"),
+                    ("ctl", "ack"),
+                    ("ctl", "rts"),
+                    ("ctl", "cts"),
+                    ("data", "data"),
+                    ("data", "qos-data"),
+                    ("data", "null"),
+                    ("data", "qos"),
+                ]);
+                if self.rng.chance(0.5) {
+                    format!("type {t} subtype {sub}")
+                } else {
+                    format!("subtype {sub}")
+                }
+            }
+            2 => format!("subtype {}", self.rng.below(16)),
+            3 => format!("dir {}", self.rng.pick(&["nods", "tods", "fromds", "dstods", "0", "1", "2", "3"])),
+            _ => {
+                let q = *self.rng.pick(&["addr1", "addr2", "addr3", "addr4", "ra", "ta", "src", "dst", "host"]);
+                let mac = self.mac_text();
+                format!("wlan {q} {mac}")
+            }
+        };
+        self.push(&text);
     }
 
     /// An encapsulation (`vlan`, `mpls`, `pppoed`, `pppoes`, which move the
@@ -1229,4 +1282,25 @@ mod tests {
             assert!(all.contains(needle), "never generated: {needle}");
         }
     }
+
+    #[test]
+    fn wlan_primitives_on_80211_link_types() {
+        let mut r = Rng::new(13);
+        for lt in [LinkType::IEEE802_11, LinkType::IEEE802_11_RADIO] {
+            let mut all = String::new();
+            for _ in 0..3000 {
+                all.push_str(&random_expr(&mut r, lt));
+                all.push('\n');
+            }
+            for needle in ["type ", "subtype ", "dir ", "wlan addr", "wlan ra", "wlan ta"] {
+                assert!(all.contains(needle), "never generated on {lt}: {needle}");
+            }
+        }
+        let mut eth = String::new();
+        for _ in 0..3000 {
+            eth.push_str(&random_expr(&mut r, LinkType::EN10MB));
+        }
+        assert!(!eth.contains("wlan addr"), "802.11 primitives only on 802.11 link types");
+    }
+
 }
