@@ -126,7 +126,10 @@ fn reap_cpu_seconds(pid: u32) -> Option<(f64, f64)> {
 }
 
 /// SIGINT, then the rest of stderr (the statistics) and the CPU time.
-fn stop(child: Child, mut err: BufReader<std::process::ChildStderr>) -> (Option<(f64, f64)>, String) {
+fn stop(
+    child: Child,
+    mut err: BufReader<std::process::ChildStderr>,
+) -> (Option<(f64, f64)>, String) {
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();

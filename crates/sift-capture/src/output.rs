@@ -251,7 +251,13 @@ impl Output {
 
     /// Writes one packet (`frac` in the file's precision), rotating first
     /// as tcpdump would.
-    pub fn write(&mut self, secs: u32, frac: u32, wire_len: u32, data: &[u8]) -> io::Result<Written> {
+    pub fn write(
+        &mut self,
+        secs: u32,
+        frac: u32,
+        wire_len: u32,
+        data: &[u8],
+    ) -> io::Result<Written> {
         let now = if self.spec.rotation.seconds.is_some() {
             now_secs()
         } else {
@@ -289,7 +295,9 @@ impl Output {
                 if r.max_files.is_some_and(|w| self.size_count >= w) {
                     self.size_count = 0;
                 }
-                let name = self.name(self.size_count, self.digits).map_err(io::Error::other)?;
+                let name = self
+                    .name(self.size_count, self.digits)
+                    .map_err(io::Error::other)?;
                 self.open(name).map_err(io::Error::other)?;
             }
         }
@@ -443,7 +451,10 @@ mod tests {
         assert_eq!(o.write_at(t0 + 3, 0, 0, 1, b"a").unwrap(), Written::Yes);
         assert_eq!(o.write_at(t0 + 12, 0, 0, 1, b"b").unwrap(), Written::Yes);
         assert_eq!(o.write_at(t0 + 21, 0, 0, 1, b"c").unwrap(), Written::Yes);
-        assert_eq!(o.write_at(t0 + 22, 0, 0, 1, b"d").unwrap(), Written::FileLimit);
+        assert_eq!(
+            o.write_at(t0 + 22, 0, 0, 1, b"d").unwrap(),
+            Written::FileLimit
+        );
         let want = [format!("g-{t0}.pcap"), format!("g-{}.pcap", t0 + 12)];
         assert_eq!(names(&o), want);
         // With -C too: numbered from 0 in every period, no limit.

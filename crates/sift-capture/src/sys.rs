@@ -351,7 +351,8 @@ impl Mapping {
     /// this is the number of packets it has put in so far (0 for a block it
     /// has not opened since [`Mapping::release`] cleared the count).
     pub fn block_packet_count(&self, i: usize) -> u32 {
-        self.header_word(i, 12).map_or(0, |w| w.load(Ordering::Acquire))
+        self.header_word(i, 12)
+            .map_or(0, |w| w.load(Ordering::Acquire))
     }
 
     /// Does block `i` belong to user space (retired by the kernel)? Acquire

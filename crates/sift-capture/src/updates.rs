@@ -108,7 +108,12 @@ pub struct LiveFilter {
 
 /// Translates `expr` for the dynamic engine; the error is rendered for a
 /// line whose expression starts at char column `col`.
-fn translate(expr: &str, opts: &CompileOptions, line: &str, col: usize) -> Result<DynamicFilter, String> {
+fn translate(
+    expr: &str,
+    opts: &CompileOptions,
+    line: &str,
+    col: usize,
+) -> Result<DynamicFilter, String> {
     let c = sift::compile(expr, opts).map_err(|e| match &e {
         sift::Error::Expression { source, error } if source == expr => {
             let rendered = error.render(source);
@@ -172,7 +177,12 @@ impl LiveFilter {
     /// out-of-bounds load), and the dynamic engine wants alternatives such
     /// as `port 21` (source or destination) last.
     fn core_for_translation(&self) -> String {
-        let mut parts: Vec<String> = self.excluded.iter().rev().map(|e| format!("not ({e})")).collect();
+        let mut parts: Vec<String> = self
+            .excluded
+            .iter()
+            .rev()
+            .map(|e| format!("not ({e})"))
+            .collect();
         if !self.base.is_empty() {
             parts.push(format!("({})", self.base));
         }
@@ -226,12 +236,19 @@ impl LiveFilter {
 
     /// Applies one line (`line_no` for messages). On error nothing
     /// changes. Returns a description of the filter now in force.
-    pub fn apply_line(&mut self, line_no: usize, line: &str) -> Result<Option<String>, UpdateError> {
+    pub fn apply_line(
+        &mut self,
+        line_no: usize,
+        line: &str,
+    ) -> Result<Option<String>, UpdateError> {
         let Some((update, offset)) = parse_line(line) else {
             return Ok(None);
         };
         let col = line.get(..offset).map_or(0, |s| s.chars().count());
-        let fail = |message: String| UpdateError { line: line_no, message };
+        let fail = |message: String| UpdateError {
+            line: line_no,
+            message,
+        };
         match update {
             Update::Show => {}
             Update::Replace(expr) => {
@@ -249,7 +266,9 @@ impl LiveFilter {
                 // every pass, insert the new ones), published in one
                 // sequence between two blocks.
                 while self.filter.pass_count() > 0 {
-                    self.filter.delete_pass(0).map_err(|e| fail(e.to_string()))?;
+                    self.filter
+                        .delete_pass(0)
+                        .map_err(|e| fail(e.to_string()))?;
                 }
                 for i in 0..f.pass_count() {
                     let pass = f.pass(i).ok_or_else(|| fail("pass vanished".into()))?;
@@ -298,7 +317,9 @@ impl LiveFilter {
                 if let Some(i) = self.added.iter().position(|(a, _)| *a == norm) {
                     let at = self.core_passes + self.added[..i].iter().map(|x| x.1).sum::<usize>();
                     for _ in 0..self.added[i].1 {
-                        self.filter.delete_pass(at).map_err(|e| fail(e.to_string()))?;
+                        self.filter
+                            .delete_pass(at)
+                            .map_err(|e| fail(e.to_string()))?;
                     }
                     self.added.remove(i);
                 } else if !self.excluded.contains(&norm) {
@@ -319,7 +340,11 @@ impl LiveFilter {
             }
         }
         let e = self.expression();
-        Ok(Some(if e.is_empty() { "every packet".into() } else { e }))
+        Ok(Some(if e.is_empty() {
+            "every packet".into()
+        } else {
+            e
+        }))
     }
 }
 
@@ -338,7 +363,10 @@ pub fn spawn_reader(source: Box<dyn BufRead + Send>) -> mpsc::Receiver<(usize, S
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     n += 1;
-                    if tx.send((n, line.trim_end_matches(['\n', '\r']).to_string())).is_err() {
+                    if tx
+                        .send((n, line.trim_end_matches(['\n', '\r']).to_string()))
+                        .is_err()
+                    {
                         break;
                     }
                 }
@@ -361,9 +389,18 @@ mod tests {
         assert_eq!(parse_line("  # x"), None);
         assert_eq!(parse_line("   "), None);
         assert_eq!(parse_line("?"), Some((Update::Show, 0)));
-        assert_eq!(parse_line("+port 21"), Some((Update::Add("port 21".into()), 1)));
-        assert_eq!(parse_line(" - host 1.2.3.4 "), Some((Update::Remove("host 1.2.3.4".into()), 3)));
-        assert_eq!(parse_line("= tcp"), Some((Update::Replace("tcp".into()), 2)));
+        assert_eq!(
+            parse_line("+port 21"),
+            Some((Update::Add("port 21".into()), 1))
+        );
+        assert_eq!(
+            parse_line(" - host 1.2.3.4 "),
+            Some((Update::Remove("host 1.2.3.4".into()), 3))
+        );
+        assert_eq!(
+            parse_line("= tcp"),
+            Some((Update::Replace("tcp".into()), 2))
+        );
         assert_eq!(parse_line("udp"), Some((Update::Replace("udp".into()), 0)));
     }
 
@@ -372,7 +409,10 @@ mod tests {
     fn packets() -> Vec<Vec<u8>> {
         let mut v = Vec::new();
         for proto in [6u8, 17] {
-            for (src, dst) in [([10, 0, 0, 1], [10, 0, 0, 9]), ([10, 0, 0, 2], [10, 0, 0, 3])] {
+            for (src, dst) in [
+                ([10, 0, 0, 1], [10, 0, 0, 9]),
+                ([10, 0, 0, 2], [10, 0, 0, 3]),
+            ] {
                 for (sport, dport) in [(1000u16, 21u16), (2121, 40000), (5, 80), (53, 53)] {
                     let mut p = vec![0u8; 54];
                     p[12] = 8;

@@ -191,7 +191,10 @@ mod tests {
             for (n, p) in got.iter().enumerate() {
                 assert_eq!(p.data.len(), 14 + n);
                 assert_eq!(p.wire_len, 100 + n as u32);
-                assert_eq!(p.ts.pcap_fields(precision), (1_700_000_000 + n as u32, frac));
+                assert_eq!(
+                    p.ts.pcap_fields(precision),
+                    (1_700_000_000 + n as u32, frac)
+                );
             }
         }
     }
