@@ -638,6 +638,61 @@ mod tests {
     }
 
     #[test]
+    fn http_get_uses_l2_indirect_addressing() {
+        let expr = "tcp[((tcp[12]&0xf0)>>2):4] = 0x47455420";
+        let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+        assert_eq!(f.pass_count(), 1, "{}", f.program());
+        let layered = f.pass(0).unwrap().instrs().any(|i| {
+            matches!(i, Instr::Test(Atom { field: Field { source: Source::Load { addr: Addr::Layered { .. }, .. }, .. }, .. }))
+        });
+        assert!(layered, "{}", f.program());
+        let s = sift::Filter::with_engine(expr, &sift::CompileOptions::default(), sift::Engine::Interp).unwrap();
+        let mut accepted = 0;
+        for ihl in [5u8, 6, 15] {
+            for doff in [0u8, 5, 8, 15] {
+                for get in [true, false] {
+                    let ip_end = 14 + 4 * usize::from(ihl);
+                    let payload = ip_end + 4 * usize::from(doff);
+                    let mut p = vec![0u8; (payload + 8).max(ip_end + 20)];
+                    p[12] = 8;
+                    p[14] = 0x40 | ihl;
+                    p[23] = 6;
+                    p[ip_end + 12] = doff << 4;
+                    p[payload..payload + 4].copy_from_slice(if get { b"GET " } else { b"PUT " });
+                    for cut in [p.len(), payload + 4, payload + 3, ip_end + 13, ip_end + 12, 15, 14] {
+                        let q = &p[..cut.min(p.len())];
+                        let want = s.matches(q, p.len() as u32);
+                        accepted += usize::from(want);
+                        assert_eq!(f.matches(q, p.len() as u32), want, "ihl {ihl} doff {doff} get {get} cut {cut}");
+                    }
+                }
+            }
+        }
+        assert!(accepted > 0);
+        // The same field by hand.
+        let tcp = Instr::Test(Atom::new(Field::tcp_payload(Size::Word, 14, 0), Cmp::eq(0x4745_5420)));
+        assert_eq!(f.pass(0).unwrap().instrs().nth(1), Some(&tcp), "{}", f.program());
+    }
+
+    #[test]
+    fn set_operands_run_as_simd_lanes_or_hash_tables() {
+        let f = DynamicFilter::from_expr("ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", LinkType::EN10MB)
+            .unwrap();
+        let simd = if sift_jit::simd::U32x8::IS_SIMD { "ports/simd-sse2" } else { "ports/lanes" };
+        assert_eq!(f.pass(0).unwrap().exec_kinds(), ["ipv4-l4", simd]);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(simd, "ports/simd-sse2");
+        // A set past the SIMD width becomes a hash table, O(1) whatever its size.
+        let mut g = f;
+        for port in 1000..1200 {
+            g.add_value(0, 1, port).unwrap();
+        }
+        assert_eq!(g.pass(0).unwrap().exec_kinds(), ["ipv4-l4", "ports/hash"]);
+        assert!(g.matches(&tcp4(1, 1199, 54), 54) && g.matches(&tcp4(22, 7, 54), 54));
+        assert!(!g.matches(&tcp4(1, 1200, 54), 54));
+    }
+
+    #[test]
     fn shareable_across_threads() {
         fn send_sync<T: Send + Sync>() {}
         fn send<T: Send>() {}

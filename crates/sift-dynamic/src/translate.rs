@@ -276,7 +276,53 @@ fn simplify(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
         }
     }
     let out = merge_alternatives(out);
-    merge_negated_runs(out)
+    fuse_prefix(merge_negated_runs(out))
+}
+
+/// After the rewrites above, two more without any change of loads:
+/// `not a fragment` right after an IPv4 + protocol power instruction joins
+/// it (the same tests in the same order), and a test right before a power
+/// instruction that starts with the same test is dropped (the power
+/// instruction repeats it first: same load, same result).
+fn fuse_prefix(pass: Vec<Arc<Instr>>) -> Vec<Arc<Instr>> {
+    let mut out: Vec<Arc<Instr>> = Vec::with_capacity(pass.len());
+    for ins in pass {
+        if let (Some(last), Instr::Test(c)) = (out.last_mut(), &*ins) {
+            if let Instr::All(v) = &**last {
+                let is_frag = c.negate
+                    && c.cmp == Cmp::AnyBits(0x1fff)
+                    && matches!(c.field.source, Source::Load { size: Size::Half, addr: Addr::Direct(_) })
+                    && c.field.mask.is_none();
+                if v.len() == 2 && is_ipv4_proto(v) && is_frag {
+                    let mut w = v.clone();
+                    w.push(c.clone());
+                    *last = Arc::new(Instr::All(w));
+                    continue;
+                }
+            }
+        }
+        out.push(ins);
+    }
+    let keep: Vec<bool> = (0..out.len())
+        .map(|i| {
+            let Instr::Test(a) = &*out[i] else { return true };
+            !matches!(out.get(i + 1).map(|x| &**x), Some(Instr::All(v)) if v.first() == Some(a))
+        })
+        .collect();
+    out.into_iter().zip(keep).filter(|(_, k)| *k).map(|(x, _)| x).collect()
+}
+
+/// `[ether type = 0x800, ip proto = p]`, as [`fuse`] builds it.
+fn is_ipv4_proto(v: &[Atom]) -> bool {
+    let [a, b] = v else { return false };
+    !a.negate
+        && a.field.mask.is_none()
+        && matches!(a.field.source, Source::Load { size: Size::Half, addr: Addr::Direct(_) })
+        && matches!(&a.cmp, Cmp::In(s) if *s == ValueSet::from_values([0x800]))
+        && !b.negate
+        && b.field.mask.is_none()
+        && matches!(b.field.source, Source::Load { size: Size::Byte, addr: Addr::Direct(_) })
+        && matches!(b.cmp, Cmp::In(_))
 }
 
 /// Consecutive alternatives instructions that differ only in their last
@@ -537,6 +583,110 @@ fn ipv4_header_len(v: &Value) -> Option<u32> {
     None
 }
 
+/// The second header's length in an L2-indirect index:
+/// `((u8[at] & mask) >> shr) << shl`, the byte at a constant offset,
+/// possibly past the IPv4 header.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LenTerm {
+    ihl_at: Option<u32>,
+    at: u32,
+    mask: u32,
+    shr: u32,
+    shl: u32,
+}
+
+/// An index as a sum: constants, at most one IPv4 header length, at most
+/// one [`LenTerm`].
+#[derive(Default)]
+struct Terms {
+    konst: u64,
+    ihl_at: Option<u32>,
+    len: Option<LenTerm>,
+}
+
+/// Below this, constants in an index cannot make the sum wrap (the header
+/// lengths add at most 60 + 255 << 8).
+const NO_WRAP: u64 = 1 << 31;
+
+fn add_terms(v: &Value, t: &mut Terms, allow_len: bool) -> Option<()> {
+    match v {
+        Value::Const(k) => t.konst += u64::from(*k),
+        Value::Bin(BinOp::Add, a, b) => {
+            add_terms(a, t, allow_len)?;
+            add_terms(b, t, allow_len)?;
+        }
+        _ => {
+            if let Some(at) = ipv4_header_len(v) {
+                if t.ihl_at.is_some() {
+                    return None;
+                }
+                t.ihl_at = Some(at);
+            } else if allow_len && t.len.is_none() {
+                t.len = Some(len_term(v)?);
+            } else {
+                return None;
+            }
+        }
+    }
+    (t.konst < NO_WRAP).then_some(())
+}
+
+/// `((u8[..] & mask) >> shr) << shl`, every part optional.
+fn len_term(v: &Value) -> Option<LenTerm> {
+    let (v, shl) = match v {
+        Value::Bin(BinOp::Shl, a, k) => (&**a, constant(k)?),
+        _ => (v, 0),
+    };
+    let (v, shr) = match v {
+        Value::Bin(BinOp::Shr, a, k) => (&**a, constant(k)?),
+        _ => (v, 0),
+    };
+    let (v, mask) = match v {
+        Value::Bin(BinOp::And, a, k) => match (constant(k), constant(a)) {
+            (Some(m), _) => (&**a, m),
+            (None, Some(m)) => (&**k, m),
+            _ => return None,
+        },
+        _ => (v, 0xff),
+    };
+    let Value::Load { size: Size::Byte, index, offset } = v else { return None };
+    let mut t = Terms::default();
+    if let Some(i) = index {
+        add_terms(i, &mut t, false)?;
+    }
+    let at = u32::try_from(t.konst + u64::from(*offset)).ok()?;
+    (shl <= 8 && shr < 32).then_some(LenTerm { ihl_at: t.ihl_at, at, mask, shr, shl })
+}
+
+/// The address of a load at `index + offset` where `index` is computed:
+/// past the IPv4 header (L1-indirect) or past two headers (L2-indirect),
+/// when no sum can wrap.
+fn indirect(i: &Value, offset: u32) -> Option<Addr> {
+    if let Some(ihl_at) = ipv4_header_len(i) {
+        return Some(Addr::Ipv4Payload { ihl_at, offset });
+    }
+    let mut t = Terms::default();
+    add_terms(i, &mut t, true)?;
+    let total = t.konst + u64::from(offset);
+    if total >= NO_WRAP {
+        return None;
+    }
+    let total = u32::try_from(total).ok()?;
+    match (t.ihl_at, t.len) {
+        (None, None) => Some(Addr::Direct(total)),
+        (Some(ihl_at), None) => Some(Addr::Ipv4Payload { ihl_at, offset: total }),
+        (ihl_at, Some(l)) if l.ihl_at == ihl_at => Some(Addr::Layered {
+            ihl_at,
+            len_at: l.at,
+            len_mask: l.mask,
+            len_shr: l.shr,
+            len_shl: l.shl,
+            offset: total,
+        }),
+        _ => None,
+    }
+}
+
 fn field(v: &Value) -> Option<Field> {
     match v {
         Value::Len => Some(Field { source: Source::Len, mask: None }),
@@ -545,7 +695,7 @@ fn field(v: &Value) -> Option<Field> {
                 None => Addr::Direct(*offset),
                 Some(i) => match constant(i) {
                     Some(k) => Addr::Direct(k.checked_add(*offset)?),
-                    None => Addr::Ipv4Payload { ihl_at: ipv4_header_len(i)?, offset: *offset },
+                    None => indirect(i, *offset)?,
                 },
             };
             Some(Field { source: Source::Load { size: *size, addr }, mask: None })

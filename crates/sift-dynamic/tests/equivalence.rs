@@ -89,6 +89,31 @@ fn paper_filters() -> Vec<String> {
     ]
 }
 
+/// Filters beyond the paper: L2-indirect addressing (HTTP GET in the TCP
+/// payload), large sets, long first passes.
+#[test]
+fn payload_and_large_set_filters_translate() {
+    let lt = LinkType::EN10MB;
+    let mut rng = Rng::new(0x6e7);
+    let pkts = packets(&mut rng, lt, 3000);
+    let ports: Vec<String> = (0..200).map(|i| (1000 + 7 * i).to_string()).collect();
+    let exprs = [
+        "tcp[((tcp[12]&0xf0)>>2):4] = 0x47455420".to_string(),
+        "tcp[((tcp[12]&0xf0)>>2):2] = 0x4854 or udp port 53".to_string(),
+        "ip and tcp[((tcp[12]&0xf0)>>2) + 4] = 0x2f".to_string(),
+        format!("ip and tcp dst port ({})", ports.join(" or ")),
+        "ip and ip[1] = 0 and ip[2:2] > 40 and ip[6] & 0x40 != 0 and ip[8] > 1 and ip[9] = 6 and not ip[10:2] = 0".into(),
+    ];
+    for expr in &exprs {
+        let f = DynamicFilter::from_expr(expr, lt).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        let orig = static_filter(expr, lt);
+        for (data, wire) in &pkts {
+            assert_eq!(f.matches(data, *wire), orig.matches(data, *wire), "{expr}\n{}\n{data:02x?}", f.program());
+        }
+        check(&f, &pkts, expr);
+    }
+}
+
 #[test]
 fn paper_filters_translate() {
     let lt = LinkType::EN10MB;
@@ -126,11 +151,28 @@ fn random_instr(rng: &mut Rng, f: &DynamicFilter) -> Instr {
             }
         }
     }
-    let field = match rng.index(5) {
+    let field = match rng.index(8) {
         0 => Field::direct(Size::Half, 12),
         1 => Field::direct(Size::Byte, 23),
         2 => Field::ipv4_payload(Size::Half, 14, 16),
         3 => Field::direct(Size::Word, 26).masked(0xffff_ff00),
+        // L2-indirect: the TCP payload of IPv4 (past IHL and data offset),
+        // and past one header at a fixed place (IPv6's TCP header).
+        5 => Field::tcp_payload(*rng.pick(&[Size::Byte, Size::Half, Size::Word]), 14, rng.below(8) as u32),
+        6 => Field {
+            source: sift_dynamic::Source::Load {
+                size: Size::Byte,
+                addr: sift_dynamic::Addr::Layered {
+                    ihl_at: None,
+                    len_at: 66,
+                    len_mask: 0xf0,
+                    len_shr: 2,
+                    len_shl: 0,
+                    offset: 54 + rng.below(4) as u32,
+                },
+            },
+            mask: None,
+        },
         _ => Field::direct(Size::Word, rng.below(80) as u32),
     };
     let k = rng.next_u32() & if rng.chance(0.5) { 0xffff } else { 0xff };
@@ -181,7 +223,8 @@ fn random_update(rng: &mut Rng, f: &mut DynamicFilter) -> String {
         }
         2 => {
             let at = rng.index(n + 1);
-            let k = rng.index(4);
+            // Up to 6 instructions: past the snapshot's inline head of 4.
+            let k = rng.index(7);
             let instrs: Vec<Instr> = (0..k).map(|_| random_instr(rng, f)).collect();
             f.new_pass(at, instrs).unwrap();
             format!("new pass at {at}")
