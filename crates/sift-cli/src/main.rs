@@ -52,7 +52,8 @@ usage: sift [-dDOpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface]
   -O           do not run the optimizer (as tcpdump -O; verdicts are the same either way)
   -q           no per-packet lines
   --count      print only the number of matching packets
-  --engine     meta (default: jit where available, else interp), jit, interp, dynamic, reference
+  --engine     meta (default: jit where available, else interp), jit, interp, dynamic (fails on what its
+               instruction set cannot express), dynamic-or-jit (dynamic where it fits, else meta), reference
   --bpf-file   use a classic BPF program (-ddd, -dd or tc/iptables text) instead of an expression";
 
 /// A failure to report: message for stderr, already formatted.

@@ -135,7 +135,7 @@ fn explain_shows_every_stage() {
 #[test]
 fn engines_agree_and_unknown_engine_is_an_error() {
     let v4 = sample("v4.pcap");
-    for engine in ["meta", "jit", "interp", "dynamic", "reference"] {
+    for engine in ["meta", "jit", "interp", "dynamic", "dynamic-or-jit", "reference"] {
         let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", engine, "tcp port 80"]);
         assert_eq!(stdout(&o).trim(), "41 packets", "{engine}: {}", stderr(&o));
     }
@@ -143,6 +143,12 @@ fn engines_agree_and_unknown_engine_is_an_error() {
     let o = sift(&["-r", v4.to_str().unwrap(), "--engine", "dynamic", "tcp[13] + 1 = 3"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("does not fit"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("dynamic-or-jit"), "{}", stderr(&o));
+    // dynamic-or-jit runs it with the JIT instead.
+    let o = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", "dynamic-or-jit", "tcp[13] + 1 = 3"]);
+    let j = sift(&["-r", v4.to_str().unwrap(), "--count", "--engine", "jit", "tcp[13] + 1 = 3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), stdout(&j));
     let o = sift(&["-r", v4.to_str().unwrap(), "--engine", "warp", "ip"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("unknown engine"));

@@ -709,6 +709,20 @@ mod tests {
     }
 
     #[test]
+    fn facade_dynamic_is_strict_and_dynamic_or_jit_falls_back() {
+        use sift::{CompileOptions, Engine, Filter};
+        let opts = CompileOptions::default();
+        let e = Filter::with_engine("ip[2:2] - ip[0] = 4", &opts, Engine::Dynamic).err().expect("strict");
+        assert!(matches!(&e, sift::Error::Engine(m) if m.contains("does not fit") && m.contains("dynamic-or-jit")), "{e}");
+        let f = Filter::with_engine("ip[2:2] - ip[0] = 4", &opts, Engine::DynamicOrJit).unwrap();
+        assert_eq!(f.engine(), Filter::new("ip", &opts).unwrap().engine(), "falls back to what meta picks");
+        let f = Filter::with_engine("tcp port 80", &opts, Engine::DynamicOrJit).unwrap();
+        assert_eq!(f.engine(), Engine::Dynamic);
+        assert!(f.matches(&tcp4(1, 80, 54), 54) && !f.matches(&tcp4(1, 81, 54), 54));
+        assert_eq!("dynamic-or-jit".parse::<Engine>(), Ok(Engine::DynamicOrJit));
+    }
+
+    #[test]
     fn arithmetic_does_not_fit() {
         let e = DynamicFilter::from_expr("ip[2:2] - ip[0] = 4", LinkType::EN10MB).unwrap_err();
         assert!(matches!(&e, Error::Unsupported(m) if m.contains("arithmetic")), "{e}");

@@ -185,6 +185,13 @@ pub enum Engine {
     /// The dynamic engine (passes of CISC instructions, updatable while
     /// packets flow); only expressions that fit its instruction set.
     Dynamic,
+    /// The dynamic engine where the expression fits its instruction set,
+    /// else what [`Engine::Meta`] picks (the JIT where available): for a
+    /// caller that wants dynamic filtering when possible and a filter in
+    /// any case. [`Filter::engine`] tells which one runs. ([`Engine::Dynamic`]
+    /// itself is strict: it fails with [`Error::Engine`] naming what does
+    /// not fit.)
+    DynamicOrJit,
     /// The reference evaluator over the predicate IR: slow, the in-house
     /// oracle.
     Reference,
@@ -197,6 +204,7 @@ impl Engine {
         ("jit", Engine::Jit),
         ("interp", Engine::Interp),
         ("dynamic", Engine::Dynamic),
+        ("dynamic-or-jit", Engine::DynamicOrJit),
         ("reference", Engine::Reference),
     ];
 
@@ -249,10 +257,16 @@ impl Filter {
             },
             Engine::Jit => Runner::Jit(jit().map_err(|e| Error::Engine(format!("jit: {e}")))?),
             Engine::Interp => interp(&c.program)?,
-            Engine::Dynamic => Runner::Dynamic(
-                sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype)
-                    .map_err(|e| Error::Engine(format!("dynamic engine: {e}")))?,
-            ),
+            Engine::Dynamic => Runner::Dynamic(sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype).map_err(
+                |e| Error::Engine(format!("dynamic engine: {e} (engine dynamic-or-jit runs such a filter with the JIT)")),
+            )?),
+            Engine::DynamicOrJit => match sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype) {
+                Ok(d) => Runner::Dynamic(d),
+                Err(_) => match jit() {
+                    Ok(j) => Runner::Jit(j),
+                    Err(_) => interp(&c.program)?,
+                },
+            },
             Engine::Reference => Runner::Reference(c.optimized),
         };
         Ok(Filter { runner, program: c.program })
