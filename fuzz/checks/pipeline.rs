@@ -1,0 +1,114 @@
+//! Check: a filter expression compiled for a link type goes through every
+//! stage (parse → lower → optimize → codegen → validate) and every engine
+//! (interpreter, JIT, meta, dynamic) without panicking, and every engine
+//! that accepts the filter gives the reference evaluator's verdict on every
+//! packet. An expression that does not compile fails with a span inside
+//! the text, and fails the same way for every engine.
+#![allow(dead_code)]
+
+use sift::{CompileOptions, Engine, Filter, LinkType};
+
+use super::input::{variants, Input};
+
+/// Fuzz entry: a link-type selector byte, an options byte, the expression
+/// (up to a NUL), then a seed and a packet.
+pub fn check(data: &[u8]) {
+    let mut input = Input::new(data);
+    let linktypes = sift_ir::lower::supported_linktypes();
+    let lt = linktypes[usize::from(input.u8()) % linktypes.len()];
+    let opts = options(lt, input.u8());
+    let Ok(expr) = std::str::from_utf8(input.until_nul()) else {
+        return;
+    };
+    let seed = input.u32();
+    let packets = variants(input.rest(), seed);
+    check_expr(expr, &opts, &packets);
+}
+
+/// Compile options for `lt` chosen by the bits of `flags`: savefile,
+/// swapped, a known netmask, the snapshot length.
+pub fn options(lt: LinkType, flags: u8) -> CompileOptions {
+    CompileOptions {
+        linktype: lt,
+        savefile: flags & 1 != 0,
+        swapped: flags & 2 != 0,
+        netmask: (flags & 4 != 0).then_some(0xffff_ff00),
+        snaplen: [262_144, 65_535, 96, 1][usize::from(flags >> 3) & 3],
+        ..CompileOptions::default()
+    }
+}
+
+/// What [`check_expr`] found: whether the filter compiled, and which engines
+/// ran it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Outcome {
+    /// The expression compiled to classic BPF.
+    pub compiled: bool,
+    /// The dynamic engine accepted it.
+    pub dynamic: bool,
+}
+
+/// Compiles `expr` with `opts` for every engine and compares the verdicts
+/// on `packets` with the reference evaluator's.
+pub fn check_expr(expr: &str, opts: &CompileOptions, packets: &[(Vec<u8>, u32)]) -> Outcome {
+    let compiled = match sift::compile(expr, opts) {
+        Ok(c) => c,
+        Err(e) => {
+            check_error(expr, &e);
+            for &(_, engine) in Engine::ALL {
+                let again = Filter::with_engine(expr, opts, engine).err();
+                assert_eq!(again.as_ref(), Some(&e), "engine {engine:?} fails differently on {expr:?}");
+            }
+            return Outcome::default();
+        }
+    };
+    let prog = &compiled.program;
+    if let Err(e) = sift_bpf::validate::validate(prog) {
+        panic!("the program for {expr:?} ({:?}) fails the kernel's rules: {e}", opts.linktype);
+    }
+    let reference = Filter::with_engine(expr, opts, Engine::Reference).expect("the reference engine runs every filter");
+    let verdicts: Vec<bool> = packets.iter().map(|(d, w)| reference.matches(d, *w)).collect();
+    let mut outcome = Outcome { compiled: true, dynamic: false };
+    for &(name, engine) in Engine::ALL {
+        let filter = match Filter::with_engine(expr, opts, engine) {
+            Ok(f) => f,
+            Err(sift::Error::Engine(m)) if matches!(engine, Engine::Dynamic | Engine::Jit) => {
+                assert!(!m.is_empty());
+                continue;
+            }
+            Err(e) => panic!("{name} refuses {expr:?} ({:?}) which compiles: {e}", opts.linktype),
+        };
+        outcome.dynamic |= engine == Engine::Dynamic;
+        assert_eq!(filter.program(), prog.as_slice());
+        for ((data, wire_len), &want) in packets.iter().zip(&verdicts) {
+            let got = filter.matches(data, *wire_len);
+            assert_eq!(
+                got,
+                want,
+                "{name} says {got}, the reference evaluator {want}, for {expr:?} on {:?} ({} bytes, wire {wire_len}): {data:02x?}",
+                opts.linktype,
+                data.len()
+            );
+        }
+    }
+    // The program read back from its own text runs the same.
+    let from_text = sift_bpf::text::parse_program(&sift_bpf::text::dump_ddd(prog)).expect("-ddd text parses");
+    let foreign = Filter::from_program(from_text).expect("our own program is accepted");
+    for ((data, wire_len), &want) in packets.iter().zip(&verdicts) {
+        assert_eq!(foreign.matches(data, *wire_len), want, "--bpf-file of {expr:?} disagrees");
+    }
+    outcome
+}
+
+/// An error carries a span inside the text, on character boundaries, and
+/// renders.
+pub fn check_error(expr: &str, e: &sift::Error) {
+    assert!(!e.to_string().is_empty());
+    let _ = e.render();
+    if let sift::Error::Expression { source, error } = e {
+        assert_eq!(source, expr);
+        let (start, end) = (error.span.start as usize, error.span.end as usize);
+        assert!(start <= end && end <= expr.len(), "span {:?} outside {expr:?}", error.span);
+        assert!(expr.is_char_boundary(start) && expr.is_char_boundary(end), "span {:?} splits a character of {expr:?}", error.span);
+    }
+}
