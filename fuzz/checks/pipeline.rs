@@ -36,6 +36,7 @@ pub fn options(lt: LinkType, flags: u8) -> CompileOptions {
         netmask: (flags & 4 != 0).then_some(0xffff_ff00),
         snaplen: [262_144, 65_535, 96, 1][usize::from(flags >> 3) & 3],
         optimize: flags & 0x20 == 0,
+        ..CompileOptions::default()
     }
 }
 
