@@ -8,6 +8,8 @@
 //!   semantics.
 //! * [`codegen`]: [`sift_ir::Pred`] → a program that gives the same verdicts
 //!   in libpcap and in the Linux kernel.
+//! * [`opt`]: the bounded optimizer [`codegen`] runs on its output (jump
+//!   threading on path facts, tail merging, redundant and dead loads).
 //!
 //! ```
 //! use sift_bpf::{codegen, interp, text, validate};
@@ -33,6 +35,7 @@
 pub mod codegen;
 pub mod insn;
 pub mod interp;
+pub mod opt;
 pub mod text;
 pub mod validate;
 

@@ -1,0 +1,873 @@
+//! A bounded optimizer for classic BPF programs whose jumps all go forward
+//! (the code generator's output), keeping every verdict of libpcap's
+//! `bpf_filter` and of the Linux kernel.
+//!
+//! # What it does
+//!
+//! [`optimize`] repeats, at most [`MAX_ROUNDS`] times and only while
+//! something changes, one round of four steps:
+//!
+//! 1. **Path facts** ([`analyze`]): a forward pass in program order (jumps go
+//!    forward, so every predecessor comes first) computes, before each
+//!    instruction, what holds on *every* path reaching it: what A and X
+//!    hold ([`Known`]: a constant, the wire length, a constant-offset load,
+//!    an `[x + k]` load with X the IPv4 header length, the header length
+//!    itself), which packet bytes were loaded successfully (so loading them
+//!    again cannot abort), and what the conditional jumps taken on the way
+//!    tell about the values loaded (`[12] == 0x800`, `[20] & 0x1fff == 0`,
+//!    `[x + 14] != 21`, ...). A backward pass computes where A and X are
+//!    live.
+//! 2. **Jump threading**: each edge of a conditional jump is followed
+//!    through the instructions it would run next as long as they are jumps
+//!    whose outcome the facts decide (`jeq #0x800` taken, then
+//!    `jeq #0x86dd`) or loads that cannot abort; the edge then goes straight
+//!    to the last point reached where the registers it skipped writing are
+//!    equal to what it would have written or dead. Skipped instructions have
+//!    no effect but on A and X, so the verdicts do not change.
+//! 3. **Tail merging**: instructions that do the same thing and continue in
+//!    equivalent places are equivalent; jumps go to the last copy (`ja` and
+//!    conditional jumps with equal targets are equivalent to their target,
+//!    which also removes `ja` chains).
+//! 4. **Removal** of unreachable instructions, `ja 0`, loads of what the
+//!    register already holds on every path (such a load ran before, so it
+//!    cannot abort), and instructions whose result is dead and which cannot
+//!    abort (loads of bytes already loaded on every path, constant ALU).
+//!
+//! Jump offsets only shrink or stay within 8 bits (an edge is never
+//! redirected beyond 255 instructions), no instruction is added, scratch
+//! memory stores are never skipped or removed: the result stays valid for
+//! the kernel if the input was.
+
+use crate::insn::{op, Insn};
+use std::collections::HashMap;
+
+/// The most rounds [`optimize`] runs.
+pub const MAX_ROUNDS: usize = 12;
+
+/// The most facts kept per program point (the oldest are dropped first).
+const MAX_FACTS: usize = 48;
+
+/// The most instructions one threaded edge is followed through.
+const MAX_THREAD_STEPS: usize = 256;
+
+/// Optimizes `prog`, a program whose jumps all go forward (see the module
+/// documentation). Programs with a backward `ja` are left alone.
+pub fn optimize(prog: &mut Vec<Insn>) {
+    if prog.is_empty() || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
+        return;
+    }
+    for _ in 0..MAX_ROUNDS {
+        let threaded = thread_jumps(prog);
+        let merged = merge_tails(prog);
+        let removed = remove(prog);
+        if !threaded && !merged && !removed {
+            break;
+        }
+    }
+}
+
+/// Does `insn` at `pc` only jump forward, inside the program?
+fn forward_only(pc: usize, insn: Insn, len: usize) -> bool {
+    if insn.code == op::JMP | op::JA {
+        (pc as u64 + 1 + u64::from(insn.k)) < len as u64
+    } else if insn.code & 0x07 == op::JMP {
+        pc + 1 + usize::from(insn.jt.max(insn.jf)) < len
+    } else {
+        true
+    }
+}
+
+/// Where control may go after the instruction at `pc`.
+pub(crate) fn successors(pc: usize, insn: Insn) -> Vec<usize> {
+    let class = insn.code & 0x07;
+    if class == op::RET {
+        vec![]
+    } else if insn.code == op::JMP | op::JA {
+        vec![pc + 1 + insn.k as usize]
+    } else if class == op::JMP {
+        vec![pc + 1 + usize::from(insn.jt), pc + 1 + usize::from(insn.jf)]
+    } else {
+        vec![pc + 1]
+    }
+}
+
+fn is_cond(code: u16) -> bool {
+    crate::validate::is_cond_jump(code)
+}
+
+/// The number of bytes a load of these size bits reads.
+fn bytes(size: u16) -> u64 {
+    match size {
+        op::B => 1,
+        op::H => 2,
+        _ => 4,
+    }
+}
+
+/// A value a register may be known to hold. The packet never changes, so
+/// the same `Known` always means the same number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Known {
+    /// The constant `k`.
+    Imm(u32),
+    /// The wire length.
+    Len,
+    /// `ld`/`ldh`/`ldb [k]` (the opcode's size bits and `k`).
+    Abs(u16, u32),
+    /// `ld`/`ldh`/`ldb [x + k]` with X = `4*([h]&0xf)`: size bits, `k`, `h`.
+    Ind(u16, u32, u32),
+    /// `4*([k]&0xf)`.
+    HeaderLen(u32),
+}
+
+/// What a conditional jump on A with a constant tells about A along one of
+/// its two edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fact {
+    /// `lo <= A <= hi` and `A != not` (if any).
+    Range { lo: u32, hi: u32, not: Option<u32> },
+    /// `A & mask != 0` (`any`) or `A & mask == 0`.
+    Bits { mask: u32, any: bool },
+}
+
+impl Fact {
+    /// The fact learned by taking the `taken` edge of `code #k`.
+    pub(crate) fn learn(code: u16, k: u32, taken: bool) -> Option<Fact> {
+        let range = |lo, hi| Some(Fact::Range { lo, hi, not: None });
+        match (code & 0xf0, taken) {
+            (op::JEQ, true) => range(k, k),
+            (op::JEQ, false) => Some(Fact::Range { lo: 0, hi: u32::MAX, not: Some(k) }),
+            (op::JGT, true) => range(k.checked_add(1)?, u32::MAX),
+            (op::JGT, false) => range(0, k),
+            (op::JGE, true) => range(k, u32::MAX),
+            (op::JGE, false) => range(0, k.checked_sub(1)?),
+            (op::JSET, any) => Some(Fact::Bits { mask: k, any }),
+            _ => None,
+        }
+    }
+
+    /// The outcome of `code #k` if this fact decides it.
+    pub(crate) fn decide(self, code: u16, k: u32) -> Option<bool> {
+        match (self, code & 0xf0) {
+            (Fact::Range { lo, hi, .. }, _) if lo == hi => Some(holds(code, lo, k)),
+            (Fact::Range { lo, hi, not }, op::JEQ) => (k < lo || k > hi || not == Some(k)).then_some(false),
+            (Fact::Range { lo, hi, .. }, op::JGT) => {
+                if lo > k {
+                    Some(true)
+                } else if hi <= k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            (Fact::Range { lo, hi, .. }, op::JGE) => {
+                if lo >= k {
+                    Some(true)
+                } else if hi < k {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            (Fact::Range { hi, .. }, op::JSET) if k != 0 && hi < (1u32 << k.trailing_zeros()) => Some(false),
+            // Some bit of `mask` is set, and `k` covers `mask`.
+            (Fact::Bits { mask, any: true }, op::JSET) if mask != 0 && mask & !k == 0 => Some(true),
+            // No bit of `mask` is set, and `k` is within `mask`.
+            (Fact::Bits { mask, any: false }, op::JSET) if k & !mask == 0 => Some(false),
+            (Fact::Bits { mask, any: false }, op::JEQ) if k & mask != 0 => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// Does `A <op> k` hold (`op` from `code`)?
+fn holds(code: u16, a: u32, k: u32) -> bool {
+    match code & 0xf0 {
+        op::JEQ => a == k,
+        op::JGT => a > k,
+        op::JGE => a >= k,
+        _ => a & k != 0,
+    }
+}
+
+/// The outcome of the conditional jump `code #k` whatever A is, if any.
+fn always(code: u16, k: u32) -> Option<bool> {
+    match code & 0xf0 {
+        op::JGE if k == 0 => Some(true),
+        op::JGT if k == u32::MAX => Some(false),
+        op::JSET if k == 0 => Some(false),
+        _ => None,
+    }
+}
+
+/// What holds before an instruction on every path reaching it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct State {
+    a: Option<Known>,
+    x: Option<Known>,
+    /// Bytes `[0, min_len)` were loaded on every path: the captured length
+    /// is at least this.
+    min_len: u64,
+    /// `(h, end)`: `[x + k]` loads ending at `end` (X = `4*([h]&0xf)`)
+    /// succeeded on every path.
+    ind_len: Vec<(u32, u64)>,
+    /// Facts about known values.
+    facts: Vec<(Known, Fact)>,
+}
+
+impl State {
+    fn entry() -> State {
+        State { a: None, x: None, min_len: 0, ind_len: Vec::new(), facts: Vec::new() }
+    }
+
+    /// What holds on both paths.
+    fn meet(&mut self, other: &State) {
+        if self.a != other.a {
+            self.a = None;
+        }
+        if self.x != other.x {
+            self.x = None;
+        }
+        self.min_len = self.min_len.min(other.min_len);
+        self.ind_len.retain_mut(|(h, end)| match other.ind_len.iter().find(|(g, _)| g == h) {
+            Some(&(_, e)) => {
+                *end = (*end).min(e);
+                true
+            }
+            None => false,
+        });
+        self.facts.retain(|f| other.facts.contains(f));
+    }
+
+    /// The value a load would produce and whether it certainly stays in
+    /// bounds, or `None` for instructions that are not such loads.
+    fn load(&self, insn: Insn) -> Option<(Known, bool)> {
+        use op::*;
+        let (code, k) = (insn.code, insn.k);
+        let size = code & 0x18;
+        Some(match code {
+            _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
+            _ if code == LD | W | LEN || code == LDX | W | LEN => (Known::Len, true),
+            _ if code & 0xe7 == LD | ABS && size != 0x18 => {
+                (Known::Abs(size, k), u64::from(k) + bytes(size) <= self.min_len)
+            }
+            _ if code == LDX | B | MSH => (Known::HeaderLen(k), u64::from(k) < self.min_len),
+            _ if code & 0xe7 == LD | IND && size != 0x18 => {
+                let Some(Known::HeaderLen(h)) = self.x else { return None };
+                let end = u64::from(k) + bytes(size);
+                (Known::Ind(size, k, h), self.ind_len.iter().any(|&(g, e)| g == h && end <= e))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Applies a non-jump instruction.
+    fn apply(&mut self, insn: Insn) {
+        use op::*;
+        let code = insn.code;
+        let class = code & 0x07;
+        if let Some((v, _)) = self.load(insn) {
+            match v {
+                Known::Abs(size, k) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
+                Known::HeaderLen(k) => self.min_len = self.min_len.max(u64::from(k) + 1),
+                Known::Ind(size, k, h) => {
+                    let end = u64::from(k) + bytes(size);
+                    match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
+                        Some((_, e)) => *e = (*e).max(end),
+                        None => self.ind_len.push((h, end)),
+                    }
+                }
+                Known::Imm(_) | Known::Len => {}
+            }
+            if class == LD {
+                self.a = Some(v);
+            } else {
+                self.x = Some(v);
+            }
+        } else if code == MISC | TAX {
+            self.x = self.a;
+        } else if code == MISC | TXA {
+            self.a = self.x;
+        } else if class == LD || class == ALU {
+            self.a = None;
+        } else if class == LDX {
+            self.x = None;
+        }
+    }
+
+    /// Records what taking the `taken` edge of the conditional jump `insn`
+    /// tells.
+    fn learn(&mut self, insn: Insn, taken: bool) {
+        if insn.code & op::X != 0 {
+            return;
+        }
+        let (Some(v), Some(f)) = (self.a, Fact::learn(insn.code, insn.k, taken)) else { return };
+        if matches!(v, Known::Imm(_)) || self.facts.contains(&(v, f)) {
+            return;
+        }
+        if self.facts.len() >= MAX_FACTS {
+            self.facts.remove(0);
+        }
+        self.facts.push((v, f));
+    }
+
+    /// The outcome of the conditional jump `insn` if the state decides it.
+    fn decide(&self, insn: Insn) -> Option<bool> {
+        let (code, k) = (insn.code, insn.k);
+        if code & op::X != 0 {
+            return match (self.a, self.x) {
+                (Some(Known::Imm(a)), Some(Known::Imm(x))) => Some(holds(code, a, x)),
+                _ => None,
+            };
+        }
+        if let Some(d) = always(code, k) {
+            return Some(d);
+        }
+        let a = self.a?;
+        if let Known::Imm(c) = a {
+            return Some(holds(code, c, k));
+        }
+        self.facts.iter().filter(|(v, _)| *v == a).find_map(|(_, f)| f.decide(code, k))
+    }
+}
+
+/// Register liveness bits.
+const LIVE_A: u8 = 1;
+const LIVE_X: u8 = 2;
+
+/// The registers `insn` reads and writes.
+fn uses_defs(insn: Insn) -> (u8, u8) {
+    use op::*;
+    let code = insn.code;
+    match code & 0x07 {
+        LD if code & 0xe0 == IND => (LIVE_X, LIVE_A),
+        LD => (0, LIVE_A),
+        LDX => (0, LIVE_X),
+        ST => (LIVE_A, 0),
+        STX => (LIVE_X, 0),
+        ALU if code & 0xf0 == NEG => (LIVE_A, LIVE_A),
+        ALU if code & X != 0 => (LIVE_A | LIVE_X, LIVE_A),
+        ALU => (LIVE_A, LIVE_A),
+        JMP if code == JMP | JA => (0, 0),
+        JMP if code & X != 0 => (LIVE_A | LIVE_X, 0),
+        JMP => (LIVE_A, 0),
+        RET if code & 0x18 == A => (LIVE_A, 0),
+        RET => (0, 0),
+        _ if code == MISC | TAX => (LIVE_A, LIVE_X),
+        _ => (LIVE_X, LIVE_A),
+    }
+}
+
+/// The facts before each instruction (`None`: unreachable) and the
+/// registers live before each instruction.
+struct Analysis {
+    before: Vec<Option<State>>,
+    /// Registers live before each instruction if the redundant loads were
+    /// gone (for removing them).
+    live_in_no_ops: Vec<u8>,
+}
+
+impl Analysis {
+    /// The state after the instruction at `pc` (a reachable non-jump), or on
+    /// the `taken` edge of the conditional jump at `pc`.
+    fn after(&self, prog: &[Insn], pc: usize, taken: bool) -> Option<State> {
+        let mut s = self.before[pc].clone()?;
+        let insn = prog[pc];
+        if is_cond(insn.code) {
+            s.learn(insn, taken);
+        } else if insn.code & 0x07 != op::JMP {
+            s.apply(insn);
+        }
+        Some(s)
+    }
+}
+
+/// If `insn` loads into a register what it holds already (a no-op), that
+/// register.
+fn redundant(s: &State, insn: Insn) -> Option<u8> {
+    if let Some((v, _)) = s.load(insn) {
+        let (reg, now) = if insn.code & 0x07 == op::LD { (LIVE_A, s.a) } else { (LIVE_X, s.x) };
+        return (now == Some(v)).then_some(reg);
+    }
+    let same = s.a.is_some() && s.a == s.x;
+    if insn.code == op::MISC | op::TAX && same {
+        Some(LIVE_X)
+    } else if insn.code == op::MISC | op::TXA && same {
+        Some(LIVE_A)
+    } else {
+        None
+    }
+}
+
+/// Computes path facts and liveness (see the module documentation).
+fn analyze(prog: &[Insn]) -> Analysis {
+    let n = prog.len();
+    let mut before: Vec<Option<State>> = vec![None; n];
+    before[0] = Some(State::entry());
+    for pc in 0..n {
+        let Some(s) = before[pc].take() else { continue };
+        let insn = prog[pc];
+        let flow = |t: usize, st: State, before: &mut Vec<Option<State>>| {
+            if let Some(slot) = before.get_mut(t) {
+                match slot {
+                    Some(old) => old.meet(&st),
+                    None => *slot = Some(st),
+                }
+            }
+        };
+        if is_cond(insn.code) {
+            let mut yes = s.clone();
+            yes.learn(insn, true);
+            let mut no = s.clone();
+            no.learn(insn, false);
+            flow(pc + 1 + usize::from(insn.jt), yes, &mut before);
+            flow(pc + 1 + usize::from(insn.jf), no, &mut before);
+        } else if insn.code == op::JMP | op::JA {
+            flow(pc + 1 + insn.k as usize, s.clone(), &mut before);
+        } else if insn.code & 0x07 != op::RET {
+            let mut next = s.clone();
+            next.apply(insn);
+            flow(pc + 1, next, &mut before);
+        }
+        before[pc] = Some(s);
+    }
+    let mut live_in_no_ops = vec![0u8; n];
+    for pc in (0..n).rev() {
+        let insn = prog[pc];
+        let out = successors(pc, insn).into_iter().fold(0, |acc, t| acc | live_in_no_ops.get(t).copied().unwrap_or(0));
+        let (uses, defs) = match before[pc].as_ref().and_then(|s| redundant(s, insn)) {
+            // A no-op that relies on the register's value.
+            Some(reg) => (reg, 0),
+            None => uses_defs(insn),
+        };
+        live_in_no_ops[pc] = uses | (out & !defs);
+    }
+    Analysis { before, live_in_no_ops }
+}
+
+/// Jump threading (step 2 of the module documentation). Returns whether
+/// any edge changed.
+fn thread_jumps(prog: &mut [Insn]) -> bool {
+    let an = analyze(prog);
+    let n = prog.len();
+    let mut changed = false;
+    for pc in 0..n {
+        let insn = prog[pc];
+        if !is_cond(insn.code) || an.before[pc].is_none() {
+            continue;
+        }
+        for taken in [true, false] {
+            let off = usize::from(if taken { insn.jt } else { insn.jf });
+            let Some(edge) = an.after(prog, pc, taken) else { continue };
+            let start = pc + 1 + off;
+            let best = follow(prog, pc, start, &edge);
+            if best != start {
+                let new_off = (best - pc - 1) as u8;
+                if taken {
+                    prog[pc].jt = new_off;
+                } else {
+                    prog[pc].jf = new_off;
+                }
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Follows an edge from the jump at `pc` landing on `start` with the
+/// state `edge`; returns the furthest point it may land on instead.
+fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State) -> usize {
+    let mut sim = edge.clone();
+    let mut cur = start;
+    let mut best = start;
+    let (mut a_written, mut x_written) = (false, false);
+    for _ in 0..MAX_THREAD_STEPS {
+        let Some(&insn) = prog.get(cur) else { break };
+        let next = if insn.code == op::JMP | op::JA {
+            cur + 1 + insn.k as usize
+        } else if is_cond(insn.code) && insn.jt == insn.jf {
+            // Goes there either way (and tells nothing).
+            cur + 1 + usize::from(insn.jt)
+        } else if is_cond(insn.code) {
+            match sim.decide(insn) {
+                Some(taken) => {
+                    sim.learn(insn, taken);
+                    cur + 1 + usize::from(if taken { insn.jt } else { insn.jf })
+                }
+                None => break,
+            }
+        } else {
+            match sim.load(insn) {
+                Some((_, true)) => {
+                    sim.apply(insn);
+                    cur + 1
+                }
+                _ => break,
+            }
+        };
+        if next - pc - 1 > 255 || next >= prog.len() {
+            break;
+        }
+        if insn.code & 0x07 == op::LD {
+            a_written = true;
+        } else if insn.code & 0x07 == op::LDX {
+            x_written = true;
+        }
+        cur = next;
+        let a_ok = !a_written || sim.a.is_some() && sim.a == edge.a || overwritten(prog, cur, LIVE_A);
+        let x_ok = !x_written || sim.x.is_some() && sim.x == edge.x || overwritten(prog, cur, LIVE_X);
+        if a_ok && x_ok {
+            best = cur;
+        }
+    }
+    best
+}
+
+/// Is register `reg` written before it is read by the straight-line code
+/// starting at `pc` (or not read before a `ret`)? Unlike liveness, this
+/// stays true whatever other jumps are redirected.
+fn overwritten(prog: &[Insn], pc: usize, reg: u8) -> bool {
+    for &insn in prog.get(pc..).unwrap_or(&[]) {
+        let (uses, defs) = uses_defs(insn);
+        if uses & reg != 0 {
+            return false;
+        }
+        if defs & reg != 0 || insn.code & 0x07 == op::RET {
+            return true;
+        }
+        if insn.code & 0x07 == op::JMP {
+            return false;
+        }
+    }
+    false
+}
+
+/// Tail merging (step 3 of the module documentation). Returns whether any
+/// jump changed.
+fn merge_tails(prog: &mut [Insn]) -> bool {
+    let n = prog.len();
+    let mut canon: Vec<usize> = (0..n).collect();
+    let mut seen: HashMap<(u16, u32, usize, usize), usize> = HashMap::new();
+    for pc in (0..n).rev() {
+        let insn = prog[pc];
+        let c = |t: usize| if t < n { canon[t] } else { n };
+        let key = if insn.code == op::JMP | op::JA {
+            canon[pc] = c(pc + 1 + insn.k as usize);
+            continue;
+        } else if is_cond(insn.code) {
+            let (t, f) = (c(pc + 1 + usize::from(insn.jt)), c(pc + 1 + usize::from(insn.jf)));
+            if t == f {
+                canon[pc] = t;
+                continue;
+            }
+            (insn.code, insn.k, t, f)
+        } else if insn.code & 0x07 == op::RET {
+            (insn.code, insn.k, n, n)
+        } else {
+            (insn.code, insn.k, c(pc + 1), n)
+        };
+        canon[pc] = *seen.entry(key).or_insert(pc);
+    }
+    let mut changed = false;
+    for pc in 0..n {
+        let insn = prog[pc];
+        if insn.code == op::JMP | op::JA {
+            let t = pc + 1 + insn.k as usize;
+            if t < n && canon[t] != t {
+                prog[pc].k = (canon[t] - pc - 1) as u32;
+                changed = true;
+            }
+        } else if is_cond(insn.code) {
+            for taken in [true, false] {
+                let off = usize::from(if taken { insn.jt } else { insn.jf });
+                let t = pc + 1 + off;
+                if t < n && canon[t] != t && canon[t] - pc - 1 <= 255 {
+                    let new_off = (canon[t] - pc - 1) as u8;
+                    if taken {
+                        prog[pc].jt = new_off;
+                    } else {
+                        prog[pc].jf = new_off;
+                    }
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed
+}
+
+/// Removal (step 4 of the module documentation). Returns whether anything
+/// was removed.
+fn remove(prog: &mut Vec<Insn>) -> bool {
+    let mut changed = false;
+    for insn in prog.iter_mut() {
+        // A conditional jump going to the same place either way.
+        if is_cond(insn.code) && insn.jt == insn.jf && insn.jt != 0 {
+            *insn = Insn::stmt(op::JMP | op::JA, u32::from(insn.jt));
+            changed = true;
+        }
+    }
+    let an = analyze(prog);
+    let n = prog.len();
+    let keep: Vec<bool> = (0..n).map(|pc| !removable(prog, &an, pc)).collect();
+    if keep.iter().all(|&k| k) {
+        return changed;
+    }
+    // new_index[pc]: how many kept instructions come before pc; a jump to a
+    // removed instruction lands on the next kept one.
+    let mut new_index = Vec::with_capacity(n + 1);
+    let mut count = 0usize;
+    for &k in &keep {
+        new_index.push(count);
+        count += usize::from(k);
+    }
+    new_index.push(count);
+    let mut out = Vec::with_capacity(count);
+    for pc in 0..n {
+        if !keep[pc] {
+            continue;
+        }
+        let mut insn = prog[pc];
+        let rel = |off: usize| new_index[(pc + 1 + off).min(n)] - new_index[pc] - 1;
+        if insn.code == op::JMP | op::JA {
+            insn.k = rel(insn.k as usize) as u32;
+        } else if insn.code & 0x07 == op::JMP {
+            insn.jt = rel(usize::from(insn.jt)) as u8;
+            insn.jf = rel(usize::from(insn.jf)) as u8;
+        }
+        out.push(insn);
+    }
+    if out.is_empty() {
+        return false;
+    }
+    *prog = out;
+    true
+}
+
+/// Can the instruction at `pc` go (unreachable, `ja 0`, a redundant or
+/// dead load)?
+fn removable(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
+    use op::*;
+    let Some(s) = &an.before[pc] else { return true };
+    let insn = prog[pc];
+    let code = insn.code;
+    if insn == Insn::stmt(JMP | JA, 0) || is_cond(code) && insn.jt == 0 && insn.jf == 0 {
+        return true;
+    }
+    let class = code & 0x07;
+    // Already there: such a load ran before on every path.
+    if redundant(s, insn).is_some() {
+        return true;
+    }
+    let (_, defs) = uses_defs(insn);
+    let live_out =
+        successors(pc, insn).into_iter().fold(0, |acc, t| acc | an.live_in_no_ops.get(t).copied().unwrap_or(0));
+    if let Some((_, safe)) = s.load(insn) {
+        return safe && live_out & defs == 0;
+    }
+    match class {
+        MISC => live_out & defs == 0,
+        ALU => {
+            let divides = matches!(code & 0xf0, DIV | MOD);
+            let aborts = divides && (code & X != 0 || insn.k == 0);
+            !aborts && live_out & LIVE_A == 0
+        }
+        LD if code & 0xe0 == MEM => live_out & LIVE_A == 0,
+        LDX if code & 0xe0 == MEM => live_out & LIVE_X == 0,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use op::*;
+
+    fn s(code: u16, k: u32) -> Insn {
+        Insn::stmt(code, k)
+    }
+    fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+        Insn::jump(code, k, jt, jf)
+    }
+
+    #[test]
+    fn facts_decide_later_tests() {
+        let decide = |code: u16, k: u32, taken: bool, code2: u16, k2: u32| {
+            Fact::learn(JMP | code | K, k, taken).and_then(|f| f.decide(JMP | code2 | K, k2))
+        };
+        assert_eq!(decide(JEQ, 5, true, JEQ, 5), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JEQ, 6), Some(false));
+        assert_eq!(decide(JEQ, 5, true, JGT, 4), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JSET, 4), Some(true));
+        assert_eq!(decide(JEQ, 5, true, JSET, 2), Some(false));
+        assert_eq!(decide(JEQ, 5, false, JEQ, 5), Some(false));
+        assert_eq!(decide(JEQ, 5, false, JEQ, 6), None);
+        assert_eq!(decide(JGT, 5, true, JGT, 5), Some(true));
+        assert_eq!(decide(JGT, 5, true, JGE, 6), Some(true));
+        assert_eq!(decide(JGT, 5, true, JGE, 7), None);
+        assert_eq!(decide(JGT, 5, true, JEQ, 5), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGT, 5), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGE, 6), Some(false));
+        assert_eq!(decide(JGT, 5, false, JGE, 5), None);
+        assert_eq!(decide(JGT, 5, false, JSET, 8), Some(false));
+        assert_eq!(decide(JGT, 5, false, JSET, 4), None);
+        assert_eq!(decide(JGT, 5, false, JSET, 0xc), None);
+        assert_eq!(decide(JGT, u32::MAX, true, JEQ, 0), None);
+        assert_eq!(decide(JGE, 5, true, JGT, 4), Some(true));
+        assert_eq!(decide(JGE, 5, false, JGE, 5), Some(false));
+        assert_eq!(decide(JGE, 0, false, JEQ, 0), None);
+        assert_eq!(decide(JSET, 0x6, true, JSET, 0xe), Some(true));
+        assert_eq!(decide(JSET, 0x6, true, JSET, 0x2), None);
+        assert_eq!(decide(JSET, 0x6, false, JSET, 0x2), Some(false));
+        assert_eq!(decide(JSET, 0x6, false, JSET, 0x3), None);
+        assert_eq!(decide(JSET, 0x6, false, JEQ, 4), Some(false));
+        assert_eq!(decide(JSET, 0x6, false, JEQ, 1), None);
+        assert_eq!(decide(JSET, 0, true, JSET, 0), None);
+        assert_eq!(always(JMP | JGE | K, 0), Some(true));
+        assert_eq!(always(JMP | JGT | K, u32::MAX), Some(false));
+        assert_eq!(always(JMP | JSET | K, 0), Some(false));
+        assert_eq!(always(JMP | JEQ | K, 0), None);
+    }
+
+    #[test]
+    fn jumps_thread_through_decided_tests() {
+        let mut p = vec![
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x800, 0, 2),
+            j(JMP | JGT | K, 0x5dc, 0, 2), // decided true after jeq 0x800
+            s(RET | K, 1),
+            j(JMP | JEQ | K, 0x800, 1, 0), // decided false after jf of jeq 0x800
+            s(RET | K, 2),
+            s(RET | K, 3),
+        ];
+        optimize(&mut p);
+        assert_eq!(p, vec![s(LD | H | ABS, 12), j(JMP | JEQ | K, 0x800, 0, 1), s(RET | K, 1), s(RET | K, 2)]);
+    }
+
+    #[test]
+    fn threading_skips_loads_of_known_values() {
+        // (ip and [26] == 1) or (ip and [30] == 1) or (arp and [28] == 1):
+        // after [26] != 1 the second `ldh [12]; jeq #0x800` is known true,
+        // after [30] != 1 the ARP test is known false.
+        let mut p = vec![
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x800, 0, 2),
+            s(LD | W | ABS, 26),
+            j(JMP | JEQ | K, 1, 8, 0),
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x800, 0, 2),
+            s(LD | W | ABS, 30),
+            j(JMP | JEQ | K, 1, 4, 0),
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x806, 0, 3),
+            s(LD | W | ABS, 28),
+            j(JMP | JEQ | K, 1, 0, 1),
+            s(RET | K, 9),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LD | H | ABS, 12),
+                j(JMP | JEQ | K, 0x800, 0, 4),
+                s(LD | W | ABS, 26),
+                j(JMP | JEQ | K, 1, 5, 0),
+                s(LD | W | ABS, 30),
+                j(JMP | JEQ | K, 1, 3, 4),
+                j(JMP | JEQ | K, 0x806, 0, 3),
+                s(LD | W | ABS, 28),
+                j(JMP | JEQ | K, 1, 0, 1),
+                s(RET | K, 9),
+                s(RET | K, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn redundant_and_dead_loads_go() {
+        let mut p = vec![
+            s(LDX | B | MSH, 14),
+            s(LD | H | IND, 14),
+            j(JMP | JGE | K, 0, 0, 0),
+            s(LD | H | IND, 14), // A already holds it
+            j(JMP | JEQ | K, 80, 0, 4),
+            s(LDX | B | MSH, 14), // X unchanged
+            s(LD | H | IND, 14),  // dead, cannot abort
+            s(LD | H | IND, 16),
+            s(RET | A, 0),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LDX | B | MSH, 14),
+                s(LD | H | IND, 14),
+                j(JMP | JEQ | K, 80, 0, 2),
+                s(LD | H | IND, 16),
+                s(RET | A, 0),
+                s(RET | K, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn loads_that_may_abort_stay() {
+        // The first load of [30] may abort: it stays although A is dead.
+        let p0 = vec![s(LD | W | ABS, 30), s(LD | H | ABS, 12), s(RET | A, 0)];
+        let mut p = p0.clone();
+        optimize(&mut p);
+        assert_eq!(p, p0);
+        // Division by X may abort too.
+        let p0 = vec![s(LDX | IMM, 0), s(ALU | DIV | X, 0), s(RET | K, 1)];
+        let mut p = p0.clone();
+        optimize(&mut p);
+        assert_eq!(p, vec![s(LDX | IMM, 0), s(ALU | DIV | X, 0), s(RET | K, 1)]);
+    }
+
+    #[test]
+    fn tails_merge() {
+        // (6, 7) repeat (3, 4): the jump to (3) goes to (6).
+        let mut p = vec![
+            s(LD | B | ABS, 0),
+            j(JMP | JEQ | K, 1, 0, 2),
+            s(LD | B | ABS, 1),
+            j(JMP | JEQ | K, 2, 3, 4),
+            j(JMP | JEQ | K, 3, 0, 3),
+            s(LD | B | ABS, 1),
+            j(JMP | JEQ | K, 2, 0, 1),
+            s(RET | K, 9),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LD | B | ABS, 0),
+                j(JMP | JEQ | K, 1, 1, 0),
+                j(JMP | JEQ | K, 3, 0, 3),
+                s(LD | B | ABS, 1),
+                j(JMP | JEQ | K, 2, 0, 1),
+                s(RET | K, 9),
+                s(RET | K, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn backward_jumps_are_left_alone() {
+        let p0 = vec![s(LD | IMM, 0), s(JMP | JA, 0), s(JMP | JA, u32::MAX - 1), s(RET | A, 0)];
+        let mut p = p0.clone();
+        optimize(&mut p);
+        assert_eq!(p, p0);
+    }
+
+    #[test]
+    fn compact_removes_dead_code_and_ja_0() {
+        let mut p = vec![j(JMP | JEQ | K, 1, 1, 2), s(RET | K, 9), s(JMP | JA, 0), s(RET | K, 1)];
+        optimize(&mut p);
+        assert_eq!(p, vec![s(RET | K, 1)]);
+    }
+}
