@@ -5,7 +5,7 @@
 //! # What it does
 //!
 //! [`optimize`] repeats, at most [`MAX_ROUNDS`] times and only while
-//! something changes, one round of four steps:
+//! something changes, one round of five steps:
 //!
 //! 1. **Path facts** ([`analyze`]): a forward pass in program order (jumps go
 //!    forward, so every predecessor comes first) computes, before each
@@ -32,6 +32,14 @@
 //!    register already holds on every path (such a load ran before, so it
 //!    cannot abort), and instructions whose result is dead and which cannot
 //!    abort (loads of bytes already loaded on every path, constant ALU).
+//! 5. **Chain regrouping**: a run of tests that all leave to the same place
+//!    (an `or` of tests jumping to accept, an `and` jumping to reject) and
+//!    whose loads cannot abort (each was loaded before on every path) gives
+//!    the same verdict in any order. Such a run is rewritten grouped by the
+//!    value tested, loading each value once (`[x+14] == 80, [x+16] == 80,
+//!    [x+14] == 25, [x+16] == 25` becomes `[x+16] == 80, == 25; [x+14] ==
+//!    25`), with duplicates dropped. Tests whose load may abort are never
+//!    moved: only what follows the first load of each value is regrouped.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
@@ -60,10 +68,13 @@ pub fn optimize(prog: &mut Vec<Insn>) {
         let threaded = thread_jumps(prog);
         let merged = merge_tails(prog);
         let removed = remove(prog);
-        if !threaded && !merged && !removed {
+        let reordered = reorder_chains(prog);
+        if !threaded && !merged && !removed && !reordered {
             break;
         }
     }
+    // What the last reordering left unreachable.
+    remove(prog);
 }
 
 /// Does `insn` at `pc` only jump forward, inside the program?
@@ -543,6 +554,198 @@ fn overwritten(prog: &[Insn], pc: usize, reg: u8) -> bool {
     false
 }
 
+/// One test of a [chain](reorder_chains): `A = value` (loaded by `load`
+/// unless A holds it already), then `code #k`, leaving the chain when the
+/// outcome is `exit_on`.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    value: Known,
+    load: Option<Insn>,
+    code: u16,
+    k: u32,
+    exit_on: bool,
+}
+
+/// Reorders chains of tests that cannot abort (step 5 of the module
+/// documentation). Returns whether any chain changed.
+fn reorder_chains(prog: &mut [Insn]) -> bool {
+    let n = prog.len();
+    let an = analyze(prog);
+    let mut preds = vec![0u32; n];
+    for (pc, &insn) in prog.iter().enumerate() {
+        for t in successors(pc, insn) {
+            if let Some(c) = preds.get_mut(t) {
+                *c += 1;
+            }
+        }
+    }
+    // Plain liveness of A.
+    let mut live_a = vec![false; n + 1];
+    for pc in (0..n).rev() {
+        let insn = prog[pc];
+        let out = successors(pc, insn).into_iter().any(|t| live_a.get(t).copied().unwrap_or(false));
+        let (uses, defs) = uses_defs(insn);
+        live_a[pc] = uses & LIVE_A != 0 || out && defs & LIVE_A == 0;
+    }
+    let mut changed = false;
+    let mut pc = 0;
+    while pc < n {
+        match chain_at(prog, &an, &preds, pc) {
+            Some((links, end, exit, next)) => {
+                if !live_a[exit] && !live_a[next] && emit_chain(prog, &an, pc, end, &links, exit, next) {
+                    changed = true;
+                }
+                pc = end + 1;
+            }
+            None => pc += 1,
+        }
+    }
+    changed
+}
+
+/// The chain of tests starting at `start`, if any: its links, its last
+/// instruction, the common exit and where it goes when no link exits.
+fn chain_at(
+    prog: &[Insn],
+    an: &Analysis,
+    preds: &[u32],
+    start: usize,
+) -> Option<(Vec<Link>, usize, usize, usize)> {
+    let mut links = Vec::new();
+    let mut exit: Option<usize> = None;
+    let mut cur = start;
+    loop {
+        let s = an.before.get(cur)?.as_ref()?;
+        if cur != start && preds[cur] != 1 {
+            break;
+        }
+        let mut at = cur;
+        let (value, load) = match s.load(prog[at]) {
+            Some((v, true)) if prog[at].code & 0x07 == op::LD => {
+                at += 1;
+                if preds.get(at) != Some(&1) {
+                    break;
+                }
+                (v, Some(prog[cur]))
+            }
+            Some(_) => break,
+            None => match s.a {
+                Some(v) => (v, None),
+                None => break,
+            },
+        };
+        let j = *prog.get(at)?;
+        if !is_cond(j.code) || j.code & op::X != 0 || j.jt == j.jf {
+            break;
+        }
+        let (t, f) = (at + 1 + usize::from(j.jt), at + 1 + usize::from(j.jf));
+        let (exit_on, out, next) = match exit {
+            Some(e) if t == e => (true, t, f),
+            Some(e) if f == e => (false, f, t),
+            Some(_) => break,
+            None if j.jf == 0 => (true, t, f),
+            None if j.jt == 0 => (false, f, t),
+            None => break,
+        };
+        exit = Some(out);
+        links.push(Link { value, load, code: j.code, k: j.k, exit_on });
+        if next != at + 1 {
+            // The last link.
+            return (links.len() >= 2).then(|| (links, at, out, next));
+        }
+        cur = next;
+    }
+    // The chain ended at `cur`, where the last link's other edge goes.
+    if links.len() < 2 {
+        return None;
+    }
+    let end = cur - 1;
+    Some((links, end, exit?, cur))
+}
+
+/// Writes the chain `links` (occupying `start..=end`) grouped by the value
+/// tested, each value loaded once; returns false (and changes nothing) if
+/// that is not shorter or a jump would not fit.
+fn emit_chain(
+    prog: &mut [Insn],
+    an: &Analysis,
+    start: usize,
+    end: usize,
+    links: &[Link],
+    exit: usize,
+    next: usize,
+) -> bool {
+    if exit <= end || next <= end {
+        return false;
+    }
+    let entry_a = an.before[start].as_ref().and_then(|s| s.a);
+    let mut groups: Vec<(Known, Option<Insn>, Vec<Link>)> = Vec::new();
+    if let Some(a) = entry_a {
+        if links.iter().any(|l| l.value == a) {
+            groups.push((a, None, Vec::new()));
+        }
+    }
+    for l in links {
+        match groups.iter_mut().find(|g| g.0 == l.value) {
+            Some(g) => {
+                if g.1.is_none() && Some(g.0) != entry_a {
+                    g.1 = l.load;
+                }
+                let dup = g.2.iter().any(|m| (m.code, m.k, m.exit_on) == (l.code, l.k, l.exit_on));
+                if !dup {
+                    g.2.push(*l);
+                }
+            }
+            None => groups.push((l.value, if Some(l.value) == entry_a { None } else { l.load }, vec![*l])),
+        }
+    }
+    let mut out = Vec::new();
+    for (i, (_, load, tests)) in groups.iter().enumerate() {
+        if i > 0 || load.is_some() {
+            match load {
+                Some(l) => out.push(*l),
+                None => return false,
+            }
+        }
+        for l in tests {
+            out.push(Insn::jump(l.code, l.k, 0, 0));
+        }
+    }
+    if out.len() >= end + 1 - start {
+        return false;
+    }
+    // Fill in the jumps: the exit edge to `exit`, the other to the next
+    // instruction, or to `next` for the last test.
+    let tests: Vec<(usize, bool)> = {
+        let mut v = Vec::new();
+        let mut i = 0;
+        for (g, (_, load, t)) in groups.iter().enumerate() {
+            if g > 0 || load.is_some() {
+                i += 1;
+            }
+            for l in t {
+                v.push((i, l.exit_on));
+                i += 1;
+            }
+        }
+        v
+    };
+    let last = tests.len() - 1;
+    for (n, &(i, exit_on)) in tests.iter().enumerate() {
+        let p = start + i;
+        let to_exit = exit - p - 1;
+        let to_next = if n == last { next - p - 1 } else { 0 };
+        if to_exit > 255 || to_next > 255 {
+            return false;
+        }
+        let (jt, jf) = if exit_on { (to_exit, to_next) } else { (to_next, to_exit) };
+        out[i].jt = jt as u8;
+        out[i].jf = jf as u8;
+    }
+    prog[start..start + out.len()].copy_from_slice(&out);
+    true
+}
+
 /// Tail merging (step 3 of the module documentation). Returns whether any
 /// jump changed.
 fn merge_tails(prog: &mut [Insn]) -> bool {
@@ -852,6 +1055,42 @@ mod tests {
                 j(JMP | JEQ | K, 2, 0, 1),
                 s(RET | K, 9),
                 s(RET | K, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn chains_regroup_by_value() {
+        // [x+14] == 80 || [x+16] == 80 || [x+14] == 25 || [x+16] == 25 || [x+14] == 80
+        let mut p = vec![
+            s(LDX | B | MSH, 14),
+            s(LD | H | IND, 14),
+            j(JMP | JEQ | K, 80, 9, 0),
+            s(LD | H | IND, 16),
+            j(JMP | JEQ | K, 80, 7, 0),
+            s(LD | H | IND, 14),
+            j(JMP | JEQ | K, 25, 5, 0),
+            s(LD | H | IND, 16),
+            j(JMP | JEQ | K, 25, 3, 0),
+            s(LD | H | IND, 14),
+            j(JMP | JEQ | K, 80, 1, 0),
+            s(RET | K, 0),
+            s(RET | K, 9),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LDX | B | MSH, 14),
+                s(LD | H | IND, 14),
+                j(JMP | JEQ | K, 80, 6, 0),
+                s(LD | H | IND, 16),
+                j(JMP | JEQ | K, 80, 4, 0),
+                j(JMP | JEQ | K, 25, 3, 0),
+                s(LD | H | IND, 14),
+                j(JMP | JEQ | K, 25, 1, 0),
+                s(RET | K, 0),
+                s(RET | K, 9),
             ]
         );
     }
