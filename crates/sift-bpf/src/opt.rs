@@ -579,20 +579,22 @@ fn reorder_chains(prog: &mut [Insn]) -> bool {
             }
         }
     }
-    // Plain liveness of A.
-    let mut live_a = vec![false; n + 1];
-    for pc in (0..n).rev() {
-        let insn = prog[pc];
-        let out = successors(pc, insn).into_iter().any(|t| live_a.get(t).copied().unwrap_or(false));
-        let (uses, defs) = uses_defs(insn);
-        live_a[pc] = uses & LIVE_A != 0 || out && defs & LIVE_A == 0;
-    }
+    // Positions where a rewritten chain relies on A being overwritten: a
+    // chain starting there must not start by testing the A it finds.
+    let mut relied = vec![false; n + 1];
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
         match chain_at(prog, &an, &preds, pc) {
             Some((links, end, exit, next)) => {
-                if !live_a[exit] && !live_a[next] && emit_chain(prog, &an, pc, end, &links, exit, next) {
+                let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
+                if !inner_relied
+                    && overwritten(prog, exit, LIVE_A)
+                    && overwritten(prog, next, LIVE_A)
+                    && emit_chain(prog, &an, pc, end, &links, exit, next, relied[pc])
+                {
+                    relied[exit] = true;
+                    relied[next] = true;
                     changed = true;
                 }
                 pc = end + 1;
@@ -664,7 +666,8 @@ fn chain_at(
 }
 
 /// Writes the chain `links` (occupying `start..=end`) grouped by the value
-/// tested, each value loaded once; returns false (and changes nothing) if
+/// tested, each value loaded once (A's value on entry is used unless
+/// `reload`); returns false (and changes nothing) if
 /// that is not shorter or a jump would not fit.
 fn emit_chain(
     prog: &mut [Insn],
@@ -674,11 +677,13 @@ fn emit_chain(
     links: &[Link],
     exit: usize,
     next: usize,
+    reload: bool,
 ) -> bool {
     if exit <= end || next <= end {
         return false;
     }
-    let entry_a = an.before[start].as_ref().and_then(|s| s.a);
+    // With `reload`, what A holds on entry may change: do not use it.
+    let entry_a = if reload { None } else { an.before[start].as_ref().and_then(|s| s.a) };
     let mut groups: Vec<(Known, Option<Insn>, Vec<Link>)> = Vec::new();
     if let Some(a) = entry_a {
         if links.iter().any(|l| l.value == a) {
@@ -700,8 +705,9 @@ fn emit_chain(
         }
     }
     let mut out = Vec::new();
-    for (i, (_, load, tests)) in groups.iter().enumerate() {
-        if i > 0 || load.is_some() {
+    for (value, load, tests) in &groups {
+        // Only a first group testing A's value on entry needs no load.
+        if Some(*value) != entry_a || load.is_some() {
             match load {
                 Some(l) => out.push(*l),
                 None => return false,
@@ -719,8 +725,8 @@ fn emit_chain(
     let tests: Vec<(usize, bool)> = {
         let mut v = Vec::new();
         let mut i = 0;
-        for (g, (_, load, t)) in groups.iter().enumerate() {
-            if g > 0 || load.is_some() {
+        for (value, load, t) in &groups {
+            if Some(*value) != entry_a || load.is_some() {
                 i += 1;
             }
             for l in t {
@@ -1093,6 +1099,72 @@ mod tests {
                 s(RET | K, 9),
             ]
         );
+    }
+
+    #[test]
+    fn chains_do_not_rely_on_a_that_another_chain_changes() {
+        // A regression: the chains at (22) and (30) were both regrouped; (22)
+        // relied on A being overwritten at (30), (30) on A holding [62] on
+        // entry. Found by sift-jit's pred_programs (ip6 port lists, SLL2).
+        let p0 = vec![
+            s(LD | H | ABS, 0),
+            j(JMP | JEQ | K, 0x86dd, 0, 8),
+            s(LD | B | ABS, 26),
+            j(JMP | JEQ | K, 0x84, 2, 0),
+            j(JMP | JEQ | K, 0x6, 1, 0),
+            j(JMP | JEQ | K, 0x11, 0, 37),
+            s(LD | H | ABS, 60),
+            j(JMP | JEQ | K, 0x202, 34, 0),
+            s(LD | H | ABS, 62),
+            j(JMP | JEQ | K, 0x202, 32, 12),
+            j(JMP | JEQ | K, 0x800, 0, 32),
+            s(LD | B | ABS, 29),
+            j(JMP | JEQ | K, 0x84, 2, 0),
+            j(JMP | JEQ | K, 0x6, 1, 0),
+            j(JMP | JEQ | K, 0x11, 0, 23),
+            s(LD | H | ABS, 26),
+            j(JMP | JSET | K, 0x1fff, 21, 0),
+            s(LDX | B | MSH, 20),
+            s(LD | H | IND, 20),
+            j(JMP | JEQ | K, 0x202, 22, 0),
+            s(LD | H | IND, 22),
+            j(JMP | JEQ | K, 0x202, 20, 4),
+            s(LD | H | ABS, 60),
+            j(JMP | JEQ | K, 0x15, 18, 0),
+            s(LD | H | ABS, 62),
+            j(JMP | JEQ | K, 0x15, 16, 4),
+            s(LD | H | IND, 20),
+            j(JMP | JEQ | K, 0x15, 14, 0),
+            s(LD | H | IND, 22),
+            j(JMP | JEQ | K, 0x15, 12, 4),
+            s(LD | H | ABS, 60),
+            j(JMP | JEQ | K, 0x14, 10, 0),
+            s(LD | H | ABS, 62),
+            j(JMP | JEQ | K, 0x14, 8, 9),
+            s(LD | H | IND, 20),
+            j(JMP | JEQ | K, 0x14, 6, 0),
+            s(LD | H | IND, 22),
+            j(JMP | JEQ | K, 0x14, 4, 0),
+            s(LD | W | ABS, 32),
+            j(JMP | JEQ | K, 0xa000002, 2, 0),
+            s(LD | W | ABS, 36),
+            j(JMP | JEQ | K, 0xa000002, 0, 1),
+            s(RET | K, 262144),
+            s(RET | K, 0),
+        ];
+        let data = [
+            134, 221, 0, 0, 0, 0, 0, 0, 3, 4, 2, 6, 2, 0, 0, 0, 0, 1, 0, 0, 100, 160, 88, 110, 0, 8, 17, 190, 255, 2, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 255, 0, 0, 1, 254, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 178, 97, 0, 20,
+            0, 20, 132, 170,
+        ];
+        assert_eq!(crate::interp::run(&p0, &data, 68), 262144);
+        let mut p = p0.clone();
+        optimize(&mut p);
+        assert!(p.len() < p0.len());
+        assert_eq!(crate::interp::run(&p, &data, 68), 262144);
+        for len in 0..data.len() {
+            assert_eq!(crate::interp::run(&p, &data[..len], 68), crate::interp::run(&p0, &data[..len], 68), "{len}");
+        }
     }
 
     #[test]

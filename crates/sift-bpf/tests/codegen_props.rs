@@ -517,14 +517,25 @@ fn regrouped_chains_agree_with_the_reference_evaluator() {
         }
     };
     let mut pairs = 0;
-    for case in 0..1500 {
+    for case in 0..2000 {
         let list = |rng: &mut Rng| (0..3 + rng.below(10)).map(|_| leaf(rng)).collect::<Vec<_>>();
         let inner = if rng.chance(50) { Pred::Or(list(&mut rng)) } else { Pred::And(list(&mut rng)) };
-        let p = match rng.below(4) {
+        let p = match rng.below(5) {
             0 => inner,
             1 => leaf(&mut rng).and(inner),
             2 => inner.or(Pred::Or(list(&mut rng))),
-            _ => Pred::And(vec![leaf(&mut rng), inner.not(), Pred::Or(list(&mut rng))]),
+            3 => Pred::And(vec![leaf(&mut rng), inner.not(), Pred::Or(list(&mut rng))]),
+            // Several chains one after the other, entered with different
+            // values in A.
+            _ => Pred::Or(
+                (0..2 + rng.below(4))
+                    .map(|_| match rng.below(3) {
+                        0 => leaf(&mut rng),
+                        1 => Pred::Or(list(&mut rng)),
+                        _ => leaf(&mut rng).and(Pred::Or(list(&mut rng))),
+                    })
+                    .collect(),
+            ),
         };
         let prog = compile(&p, &CodegenOptions::default()).expect("compiles");
         validate(&prog).unwrap_or_else(|e| panic!("case {case}: {e}"));
