@@ -82,15 +82,15 @@ fn bench_dynamic_json_lines_have_the_documented_shape() {
 #[test]
 fn sift_recompile_past_the_cbpf_limit_is_reported_not_fatal() {
     // Since the IR optimizer, 200 connections fit in far fewer than 4096
-    // instructions; 800 do not.
+    // instructions; 2000 do not.
     let o = sift_bench::dynamic::DynamicBenchOptions {
-        connections: vec![200, 800],
+        connections: vec![200, 2000],
         samples: 1,
         recompile_samples: 1,
         strategies: vec!["sift-recompile".into()],
     };
     let all = run_dynamic_bench(&o, &mut |_| {}).unwrap();
-    let add = all.iter().find(|m| m.operation == "add-port" && m.connections == 800).unwrap();
+    let add = all.iter().find(|m| m.operation == "add-port" && m.connections == 2000).unwrap();
     assert!(
         add.error
             .as_deref()

@@ -46,16 +46,26 @@ pub fn factor(p: Pred, budget: &mut usize) -> Pred {
     }
 }
 
-/// The first conjunct of a predicate when it is a test or a negated test,
-/// and the remaining conjuncts.
+/// Whether `p` can serve as a guard: a test, a negated test, or a set
+/// membership test (`or` of equalities of one value with constants).
+fn is_guard(p: &Pred) -> bool {
+    match p {
+        Pred::Test(_) => true,
+        Pred::Not(q) => matches!(**q, Pred::Test(_)),
+        Pred::Or(_) => eq_set(p).is_some(),
+        _ => false,
+    }
+}
+
+/// The first conjunct of a predicate when it is a guard, and the remaining
+/// conjuncts.
 fn split_guard(p: Pred) -> Result<(Pred, Vec<Pred>), Pred> {
     match p {
-        Pred::Test(_) => Ok((p, Vec::new())),
-        Pred::Not(q) if matches!(*q, Pred::Test(_)) => Ok((Pred::Not(q), Vec::new())),
-        Pred::And(mut v) if matches!(v.first(), Some(Pred::Test(_))) || matches!(v.first(), Some(Pred::Not(q)) if matches!(**q, Pred::Test(_))) => {
+        Pred::And(mut v) if v.first().is_some_and(is_guard) => {
             let g = v.remove(0);
             Ok((g, v))
         }
+        p if is_guard(&p) => Ok((p, Vec::new())),
         p => Err(p),
     }
 }
@@ -63,30 +73,40 @@ fn split_guard(p: Pred) -> Result<(Pred, Vec<Pred>), Pred> {
 /// The guard of a predicate without taking it apart.
 fn guard_of(p: &Pred) -> Option<&Pred> {
     match p {
-        Pred::Test(_) => Some(p),
-        Pred::Not(q) if matches!(**q, Pred::Test(_)) => Some(p),
-        Pred::And(v) => v.first().filter(|g| match g {
-            Pred::Test(_) => true,
-            Pred::Not(q) => matches!(**q, Pred::Test(_)),
-            _ => false,
-        }),
+        Pred::And(v) => v.first().filter(|g| is_guard(g)),
+        p if is_guard(p) => Some(p),
         _ => None,
     }
 }
 
-/// `lhs == constant`: the value and the constant.
-fn eq_const(g: &Pred) -> Option<(&Value, u32)> {
+/// `lhs == k1 or lhs == k2 or ...`: the value and the constants.
+pub(crate) fn eq_set(g: &Pred) -> Option<(&Value, Vec<u32>)> {
     match g {
-        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) if !matches!(lhs, Value::Const(_)) => Some((lhs, *k)),
+        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) if !matches!(lhs, Value::Const(_)) => {
+            Some((lhs, vec![*k]))
+        }
+        Pred::Or(v) if v.len() <= 64 => {
+            let mut value = None;
+            let mut ks = Vec::with_capacity(v.len());
+            for t in v {
+                let Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) = t else { return None };
+                if matches!(lhs, Value::Const(_)) || value.is_some_and(|x| x != lhs) {
+                    return None;
+                }
+                value = Some(lhs);
+                ks.push(*k);
+            }
+            value.map(|x| (x, ks))
+        }
         _ => None,
     }
 }
 
 /// Whether two guards are exclusive: at most one holds, and they abort
-/// together.
+/// together (the same value tested against disjoint sets of constants).
 fn exclusive(g: &Pred, h: &Pred) -> bool {
-    match (eq_const(g), eq_const(h)) {
-        (Some((a, j)), Some((b, k))) => j != k && a == b,
+    match (eq_set(g), eq_set(h)) {
+        (Some((a, j)), Some((b, k))) => a == b && !j.iter().any(|x| k.contains(x)),
         _ => false,
     }
 }
@@ -167,13 +187,13 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
     let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
     let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
         if let Some((mut guards, rest)) = run.take() {
-            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { Pred::Or(guards) };
+            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or(guards) };
             out.push(fold::and(std::iter::once(g).chain(rest)));
         }
     };
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
-            Ok((g, rest)) if eq_const(&g).is_some() && !rest.is_empty() => (g, rest),
+            Ok((g, rest)) if eq_set(&g).is_some() && !rest.is_empty() => (g, rest),
             Ok((g, rest)) => {
                 flush(&mut run, &mut out);
                 out.push(fold::and(std::iter::once(g).chain(rest)));
@@ -200,15 +220,15 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
 
 /// Whether the alternatives of an `or` start with pairwise exclusive tests.
 fn exclusive_alternatives(alts: &[Pred]) -> bool {
-    let guards: Option<Vec<(&Value, u32)>> = alts.iter().map(|a| guard_of(a).and_then(eq_const)).collect();
+    let guards: Option<Vec<(&Value, Vec<u32>)>> = alts.iter().map(|a| guard_of(a).and_then(eq_set)).collect();
     let Some(guards) = guards else { return false };
-    let Some(&(v0, _)) = guards.first() else { return false };
-    let mut seen: Vec<u32> = Vec::with_capacity(guards.len());
-    for &(v, k) in &guards {
-        if v != v0 || seen.contains(&k) {
+    let Some((v0, _)) = guards.first() else { return false };
+    let mut seen: Vec<u32> = Vec::new();
+    for (v, ks) in &guards {
+        if v != v0 || ks.iter().any(|k| seen.contains(k)) {
             return false;
         }
-        seen.push(k);
+        seen.extend(ks);
     }
     alts.len() >= 2
 }

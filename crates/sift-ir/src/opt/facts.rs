@@ -29,6 +29,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::analysis::{decide_in_range, first_test, pred_atoms, proven_len, range, test_atoms, within};
+use super::factor::eq_set;
 use crate::pred::{CmpOp, Pred, Test, Value};
 
 /// How an abort compares with the outcomes where a node stands.
@@ -61,6 +62,9 @@ struct Fact {
     op: CmpOp,
     rhs: Value,
     holds: bool,
+    /// The value is one of these constants (from an `or` of equalities
+    /// that held); `op`/`rhs`/`holds` are then unused.
+    one_of: Option<Vec<u32>>,
 }
 
 enum Undo {
@@ -140,13 +144,23 @@ impl Env {
                 self.evaluated(t);
                 let fs = self.facts.entry(t.lhs.clone()).or_default();
                 if fs.len() < MAX_FACTS_PER_VALUE {
-                    fs.push(Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome });
+                    fs.push(Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
                     self.log.push(Undo::Fact(t.lhs.clone()));
                 }
             }
             Pred::Not(q) => self.assume(q, !outcome),
             Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true)),
             Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false)),
+            Pred::Or(_) if eq_set(p).is_some() => {
+                if let (Some(t), Some((value, ks))) = (first_test(p), eq_set(p)) {
+                    self.evaluated(t);
+                    let fs = self.facts.entry(value.clone()).or_default();
+                    if fs.len() < MAX_FACTS_PER_VALUE {
+                        fs.push(Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
+                        self.log.push(Undo::Fact(value.clone()));
+                    }
+                }
+            }
             Pred::And(_) | Pred::Or(_) => {
                 if let Some(t) = first_test(p) {
                     self.evaluated(t);
@@ -159,13 +173,26 @@ impl Env {
     fn decide(&self, t: &Test) -> Option<bool> {
         let facts = self.facts.get(&t.lhs);
         if let Some(fs) = facts {
-            if let Some(f) = fs.iter().find(|f| f.op == t.op && f.rhs == t.rhs) {
+            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && f.rhs == t.rhs) {
                 return Some(f.holds);
+            }
+            if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
+                for ks in fs.iter().filter_map(|f| f.one_of.as_ref()) {
+                    if !ks.contains(k) {
+                        return Some(false);
+                    }
+                    if ks.iter().all(|x| x == k) {
+                        return Some(true);
+                    }
+                }
             }
         }
         let Value::Const(k) = t.rhs else { return None };
         let (mut lo, mut hi) = range(&t.lhs);
         for f in facts.map(|v| v.as_slice()).unwrap_or_default() {
+            if f.one_of.is_some() {
+                continue;
+            }
             let Value::Const(c) = f.rhs else { continue };
             match (f.op, f.holds) {
                 (CmpOp::Eq, true) => {

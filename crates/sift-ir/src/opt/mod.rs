@@ -59,29 +59,34 @@ pub fn optimize(p: &Pred) -> Pred {
 
 /// Optimizes with the passes `opts` selects.
 pub fn optimize_with(p: &Pred, opts: &OptOptions) -> Pred {
-    stages(p, opts).pop().map_or_else(|| p.clone(), |s| s.1)
+    run(p, opts, &mut |_, _| {})
 }
 
 /// The predicate after each pass, named, in order (for `sift explain` and
 /// tests); the last one is the optimizer's result.
 pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
     let mut out = Vec::new();
+    run(p, opts, &mut |name, q| out.push((name, q.clone())));
+    out
+}
+
+fn run(p: &Pred, opts: &OptOptions, seen: &mut dyn FnMut(&'static str, &Pred)) -> Pred {
     let mut cur = fold::fold(p.clone());
-    out.push(("fold", cur.clone()));
+    seen("fold", &cur);
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
     for _ in 0..rounds {
         if opts.factor {
             cur = factor::factor(cur, &mut budget);
-            out.push(("factor", cur.clone()));
+            seen("factor", &cur);
         }
         if opts.facts {
             cur = facts::simplify(cur);
-            out.push(("facts", cur.clone()));
+            seen("facts", &cur);
         }
     }
-    out
+    cur
 }
 
 #[cfg(test)]
