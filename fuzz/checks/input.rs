@@ -80,3 +80,18 @@ pub fn variants(packet: &[u8], seed: u32) -> Vec<(Vec<u8>, u32)> {
     out.push((packet.to_vec(), (len as u32).saturating_add(seed >> 20)));
     out
 }
+
+/// `n` structured random packets of link type `lt` from sift_testkit's
+/// generator, each preceded by its [`variants`]: the packet set the stable
+/// property tests feed to the checks (test builds only: the fuzz targets
+/// take their packets from the fuzzer's bytes).
+#[cfg(test)]
+pub fn random_packets(rng: &mut sift_testkit::Rng, lt: sift_testkit::LinkType, n: usize) -> Vec<(Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let (data, wire) = sift_testkit::packets::random_packet(rng, lt);
+        out.extend(variants(&data, rng.next_u32()));
+        out.push((data, wire));
+    }
+    out
+}

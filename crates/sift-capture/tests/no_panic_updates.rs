@@ -14,19 +14,9 @@ mod input;
 mod updates;
 
 use sift::{CompileOptions, LinkType};
-use sift_testkit::{exprs, packets, Rng};
+use sift_testkit::{exprs, Rng};
 
 const EXPRESSIONS: &str = include_str!("../../sift-cli/tests/corpus/expressions.txt");
-
-fn packets_for(rng: &mut Rng, n: usize) -> Vec<(Vec<u8>, u32)> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let (data, wire) = packets::random_packet(rng, LinkType::EN10MB);
-        out.extend(input::variants(&data, rng.next_u32()));
-        out.push((data, wire));
-    }
-    out
-}
 
 fn script(rng: &mut Rng, corpus: &[&str], lines: usize) -> String {
     let mut s = String::new();
@@ -70,7 +60,7 @@ fn grammar_shaped_scripts() {
     for round in 0..150 {
         let n = 1 + rng.index(12);
         let text = script(&mut rng, &corpus, n);
-        let pkts = packets_for(&mut rng, 4);
+        let pkts = input::random_packets(&mut rng, LinkType::EN10MB, 4);
         let base = *rng.pick(&["", "tcp", "port 21", "ip and not udp", "tcp port 21 or tcp port 20"]);
         applied += updates::check_lines(&opts, base, &text, &pkts);
         lines += n;

@@ -14,22 +14,12 @@ mod input;
 mod dynamic;
 
 use sift_ir::LinkType;
-use sift_testkit::{exprs, packets, Rng};
+use sift_testkit::{exprs, Rng};
 
 const EXPRESSIONS: &str = include_str!("../../sift-cli/tests/corpus/expressions.txt");
 
-fn packets_for(rng: &mut Rng, lt: LinkType, n: usize) -> Vec<(Vec<u8>, u32)> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let (data, wire) = packets::random_packet(rng, lt);
-        out.extend(input::variants(&data, rng.next_u32()));
-        out.push((data, wire));
-    }
-    out
-}
-
 fn run(rng: &mut Rng, expr: &str, lt: LinkType) -> bool {
-    let pkts = packets_for(rng, lt, 3);
+    let pkts = input::random_packets(rng, lt, 3);
     let Some(mut f) = dynamic::check_translate(expr, lt, &pkts) else {
         return false;
     };

@@ -28,3 +28,6 @@ pub mod pool;
 pub mod rng;
 
 pub use rng::Rng;
+/// The link type the packet generators take (re-exported so that tests
+/// need not depend on sift-ir to name it).
+pub use sift_ir::LinkType;

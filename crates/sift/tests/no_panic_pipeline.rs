@@ -13,20 +13,9 @@ mod input;
 #[path = "../../../fuzz/checks/pipeline.rs"]
 mod pipeline;
 
-use sift::LinkType;
-use sift_testkit::{exprs, packets, Rng};
+use sift_testkit::{exprs, Rng};
 
 const EXPRESSIONS: &str = include_str!("../../sift-cli/tests/corpus/expressions.txt");
-
-fn packets_for(rng: &mut Rng, lt: LinkType, n: usize) -> Vec<(Vec<u8>, u32)> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let (data, wire) = packets::random_packet(rng, lt);
-        out.extend(input::variants(&data, rng.next_u32()));
-        out.push((data, wire));
-    }
-    out
-}
 
 fn corpus() -> Vec<&'static str> {
     EXPRESSIONS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
@@ -41,7 +30,7 @@ fn random_expressions_every_linktype() {
         for _ in 0..120 {
             let expr = exprs::random_expr(&mut rng, lt);
             let opts = pipeline::options(lt, rng.byte());
-            let pkts = packets_for(&mut rng, lt, 3);
+            let pkts = input::random_packets(&mut rng, lt, 3);
             let o = pipeline::check_expr(&expr, &opts, &pkts);
             total += 1;
             compiled += usize::from(o.compiled);
@@ -60,7 +49,7 @@ fn mutated_corpus_every_linktype() {
     let (mut total, mut compiled) = (0, 0);
     for expr in &corpus {
         let lt = *rng.pick(&lts);
-        let pkts = packets_for(&mut rng, lt, 2);
+        let pkts = input::random_packets(&mut rng, lt, 2);
         compiled += usize::from(pipeline::check_expr(expr, &pipeline::options(lt, rng.byte()), &pkts).compiled);
         total += 1;
     }
@@ -70,7 +59,7 @@ fn mutated_corpus_every_linktype() {
         for _ in 0..=rng.below(2) {
             expr = exprs::mutate(&mut rng, &expr);
         }
-        let pkts = packets_for(&mut rng, lt, 2);
+        let pkts = input::random_packets(&mut rng, lt, 2);
         compiled += usize::from(pipeline::check_expr(&expr, &pipeline::options(lt, rng.byte()), &pkts).compiled);
         total += 1;
     }
@@ -104,7 +93,7 @@ fn token_soups_and_bytes() {
             }
             s
         };
-        let pkts = packets_for(&mut rng, lt, 1);
+        let pkts = input::random_packets(&mut rng, lt, 1);
         compiled += usize::from(pipeline::check_expr(&expr, &pipeline::options(lt, rng.byte()), &pkts).compiled);
     }
     eprintln!("{compiled} of 3000 soups compile");
