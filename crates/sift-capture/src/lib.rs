@@ -338,6 +338,11 @@ pub struct Stats {
     pub received_by_filter: u64,
     /// Packets the kernel dropped because the ring was full.
     pub dropped_by_kernel: u64,
+    /// Packets the interface dropped since the capture started, as
+    /// libpcap's `ps_ifdrop` on Linux: the growth of the interface's
+    /// `rx_missed_errors` + `rx_fifo_errors` (sysfs), counted in
+    /// promiscuous mode only (never for `any`).
+    pub dropped_by_interface: u64,
     /// Packets sift could not present (malformed ring frames) or lost
     /// after reading them.
     pub dropped_by_sift: u64,
@@ -347,7 +352,9 @@ pub struct Stats {
 
 impl Stats {
     /// tcpdump's exit lines (`N packets captured`, `... received by
-    /// filter`, `... dropped by kernel`) plus `N packets dropped by sift`.
+    /// filter`, `... dropped by kernel`, and, as tcpdump 4.99 prints it
+    /// only when not zero, `... dropped by interface`) plus
+    /// `N packets dropped by sift`.
     pub fn tcpdump_lines(&self) -> String {
         let line =
             |n: u64, what: &str| format!("{n} packet{} {what}\n", if n == 1 { "" } else { "s" });
@@ -355,6 +362,9 @@ impl Stats {
         s.push_str(&line(self.captured, "captured"));
         s.push_str(&line(self.received_by_filter, "received by filter"));
         s.push_str(&line(self.dropped_by_kernel, "dropped by kernel"));
+        if self.dropped_by_interface != 0 {
+            s.push_str(&line(self.dropped_by_interface, "dropped by interface"));
+        }
         s.push_str(&line(self.dropped_by_sift, "dropped by sift"));
         s
     }
@@ -367,6 +377,9 @@ struct Counters {
     userland_rejected: u64,
     kernel_packets: u64,
     kernel_drops: u64,
+    /// The interface's drop counters when the capture was activated
+    /// (promiscuous mode only, as libpcap).
+    interface_drops_at_start: Option<u64>,
 }
 
 /// One live capture: a packet socket and its mapped TPACKET_V3 ring.
@@ -515,6 +528,17 @@ impl Capture {
         self.placement
     }
 
+    /// The classic BPF program of the filter installed with
+    /// [`Capture::set_filter`] (what the kernel runs, behind the VLAN
+    /// prefix or rewritten for cooked mode, when the placement is
+    /// [`Placement::Kernel`]); `None` without one or for a live filter.
+    pub fn filter_program(&self) -> Option<&[Insn]> {
+        match &self.filter {
+            Some(UserPredicate::Static(f)) => Some(f.program()),
+            _ => None,
+        }
+    }
+
     /// Options to compile a filter for this capture with (link type,
     /// snapshot length; live semantics).
     pub fn compile_options(&self) -> sift::CompileOptions {
@@ -622,6 +646,7 @@ impl Capture {
             return Ok(());
         }
         if self.promisc {
+            self.counters.interface_drops_at_start = Some(interface_drops(&self.iface.name));
             sys::add_promisc(&self.fd, self.iface.index)
                 .map_err(io_err("PACKET_ADD_MEMBERSHIP promisc"))?;
         }
@@ -693,14 +718,38 @@ impl Capture {
         self.counters.kernel_packets += u64::from(packets);
         self.counters.kernel_drops += u64::from(drops);
         let c = &self.counters;
+        let dropped_by_interface = c
+            .interface_drops_at_start
+            .map_or(0, |start| interface_drops(&self.iface.name).saturating_sub(start));
         Ok(Stats {
             captured: c.delivered,
             received_by_filter: c.kernel_packets,
             dropped_by_kernel: c.kernel_drops,
+            dropped_by_interface,
             dropped_by_sift: c.malformed,
             filtered_in_userland: c.userland_rejected,
         })
     }
+}
+
+/// The interface's drop counters as libpcap reads them for `ps_ifdrop`:
+/// `rx_missed_errors` + `rx_fifo_errors` under
+/// `/sys/class/net/IFACE/statistics` (0 for a counter that cannot be read).
+fn interface_drops(iface: &str) -> u64 {
+    interface_drops_in(&std::path::Path::new("/sys/class/net").join(iface))
+}
+
+/// [`interface_drops`] for the sysfs directory of an interface.
+fn interface_drops_in(dir: &std::path::Path) -> u64 {
+    ["rx_missed_errors", "rx_fifo_errors"]
+        .iter()
+        .map(|f| {
+            fs::read_to_string(dir.join("statistics").join(f))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Can the kernel run `prog` with libpcap's semantics on every packet?
@@ -1056,6 +1105,32 @@ mod tests {
             s.tcpdump_lines(),
             "1 packet captured\n2 packets received by filter\n0 packets dropped by kernel\n0 packets dropped by sift\n"
         );
+        // tcpdump 4.99 adds the interface's drops, when there are any,
+        // after the kernel's.
+        let s = Stats {
+            dropped_by_interface: 1,
+            ..s
+        };
+        assert_eq!(
+            s.tcpdump_lines(),
+            "1 packet captured\n2 packets received by filter\n0 packets dropped by kernel\n1 packet dropped by interface\n0 packets dropped by sift\n"
+        );
+    }
+
+    #[test]
+    fn interface_drops_sum_missed_and_fifo_errors() {
+        let dir = std::env::temp_dir().join(format!("sift-ifdrops-{}", std::process::id()));
+        let stats = dir.join("statistics");
+        fs::create_dir_all(&stats).unwrap();
+        assert_eq!(interface_drops_in(&dir), 0, "missing counters read as 0");
+        fs::write(stats.join("rx_missed_errors"), "7\n").unwrap();
+        assert_eq!(interface_drops_in(&dir), 7);
+        fs::write(stats.join("rx_fifo_errors"), "35\n").unwrap();
+        assert_eq!(interface_drops_in(&dir), 42);
+        fs::write(stats.join("rx_fifo_errors"), "junk").unwrap();
+        assert_eq!(interface_drops_in(&dir), 7);
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(interface_drops("no-such-if0"), 0);
     }
 
     #[test]

@@ -58,8 +58,13 @@ pub struct CaptureArgs {
     /// ([`LiveFilter`]), which can be updated while the capture runs.
     pub dynamic: bool,
     /// `--updates FILE|-`: filter updates, one per line (see
-    /// [`crate::updates`]); needs `dynamic`. Applied between ring blocks.
+    /// [`crate::updates`]); needs `dynamic`. Applied between ring blocks
+    /// (with `--fanout`, by every worker, each between its own blocks).
     pub updates: Option<PathBuf>,
+    /// Run sift's optimizers on the filter (`false`: `-O`, as tcpdump's;
+    /// the verdicts are the same either way, the kernel then runs the
+    /// unoptimized program).
+    pub optimize: bool,
 }
 
 impl CaptureArgs {
@@ -82,6 +87,7 @@ impl CaptureArgs {
             rotation: Rotation::default(),
             dynamic: false,
             updates: None,
+            optimize: true,
         }
     }
 }
@@ -105,12 +111,15 @@ fn open_member(args: &CaptureArgs, fanout: Option<Fanout>) -> Result<Capture, St
         Error::Permission => e.to_string(),
         e => format!("{}: {e}", args.interface),
     })?;
+    let options = sift::CompileOptions {
+        optimize: args.optimize,
+        ..cap.compile_options()
+    };
     if args.dynamic {
-        let f = LiveFilter::new(&args.expression, &cap.compile_options())?;
+        let f = LiveFilter::new(&args.expression, &options)?;
         cap.set_live_filter(f).map_err(|e| e.to_string())?;
     } else if !args.expression.trim().is_empty() {
-        let f =
-            sift::Filter::new(&args.expression, &cap.compile_options()).map_err(|e| e.render())?;
+        let f = sift::Filter::new(&args.expression, &options).map_err(|e| e.render())?;
         cap.set_filter(Some(f)).map_err(|e| e.to_string())?;
     }
     Ok(cap)
@@ -130,12 +139,45 @@ pub fn capture_with(
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<()>,
 ) -> Result<Stats, String> {
     sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
-    capture_loop(
-        args,
-        cap,
-        &mut |p| on_packet(p).map(|()| true),
-        &AtomicU64::new(0),
-    )
+    let worker = Worker::alone(args, cap.live_filter_mut().is_some())?;
+    capture_loop(args, cap, &mut |p| on_packet(p).map(|()| true), &worker)
+}
+
+/// What one capture thread gets besides its capture: the `-c` budget shared
+/// by every worker, and its own stream of filter updates.
+struct Worker<'a> {
+    /// Packets taken by every worker of the capture (counted only with
+    /// `-c`), when there are several.
+    shared_budget: Option<&'a AtomicU64>,
+    /// The count of a worker that is alone.
+    own_budget: AtomicU64,
+    /// The `--updates` lines, for this worker's live filter.
+    updates: Option<mpsc::Receiver<(usize, String)>>,
+    /// Whether this worker reports applied updates and errors (with
+    /// `--fanout` every worker applies every line, one reports).
+    reports: bool,
+}
+
+impl Worker<'_> {
+    /// The only worker of a capture: opens `--updates` when the capture
+    /// has a live filter to update.
+    fn alone(args: &CaptureArgs, live: bool) -> Result<Worker<'static>, String> {
+        let updates = match &args.updates {
+            Some(source) if live => Some(open_updates(source)?),
+            _ => None,
+        };
+        Ok(Worker {
+            shared_budget: None,
+            own_budget: AtomicU64::new(0),
+            updates,
+            reports: true,
+        })
+    }
+
+    /// The count of packets taken against the `-c` budget.
+    fn taken(&self) -> &AtomicU64 {
+        self.shared_budget.unwrap_or(&self.own_budget)
+    }
 }
 
 /// What a block consumer did with the packets it was given.
@@ -157,7 +199,7 @@ fn capture_loop(
     args: &CaptureArgs,
     cap: &mut Capture,
     on_packet: &mut dyn FnMut(&Packet<'_>) -> io::Result<bool>,
-    taken: &AtomicU64,
+    worker: &Worker<'_>,
 ) -> Result<Stats, String> {
     capture_blocks(
         args,
@@ -173,22 +215,18 @@ fn capture_loop(
             }
             Ok(done)
         },
-        taken,
+        worker,
     )
 }
 
-/// The capture loop, one block at a time; `taken` counts packets over
-/// every worker sharing the `-c` budget.
+/// The capture loop, one block at a time.
 fn capture_blocks(
     args: &CaptureArgs,
     cap: &mut Capture,
     on_block: &mut BlockConsumer<'_>,
-    taken: &AtomicU64,
+    worker: &Worker<'_>,
 ) -> Result<Stats, String> {
-    let updates = match &args.updates {
-        Some(source) if cap.live_filter_mut().is_some() => Some(open_updates(source)?),
-        _ => None,
-    };
+    let taken = worker.taken();
     cap.activate().map_err(|e| e.to_string())?;
     let mut captured = 0u64;
     let limit = args.count.unwrap_or(u64::MAX);
@@ -203,8 +241,8 @@ fn capture_blocks(
         if deadline.is_some_and(|d| Instant::now() >= d || !cap.packets_pending()) {
             break;
         }
-        if let Some(rx) = &updates {
-            apply_updates(args, cap, rx);
+        if let Some(rx) = &worker.updates {
+            apply_updates(args, cap, rx, worker.reports);
         }
         let Some(mut block) = cap.next_block(tick).map_err(|e| e.to_string())? else {
             continue;
@@ -339,13 +377,22 @@ fn open_updates(source: &Path) -> Result<mpsc::Receiver<(usize, String)>, String
 
 /// Applies the update lines that arrived (between two blocks, so a block's
 /// packets all see one filter). Errors are reported and skipped.
-fn apply_updates(args: &CaptureArgs, cap: &mut Capture, rx: &mpsc::Receiver<(usize, String)>) {
+fn apply_updates(
+    args: &CaptureArgs,
+    cap: &mut Capture,
+    rx: &mpsc::Receiver<(usize, String)>,
+    reports: bool,
+) {
     while let Ok((n, line)) = rx.try_recv() {
         let Some(f) = cap.live_filter_mut() else {
             return;
         };
+        let result = f.apply_line(n, &line);
+        if !reports {
+            continue;
+        }
         let mut err = io::stderr().lock();
-        match f.apply_line(n, &line) {
+        match result {
             Ok(Some(now)) if !args.quiet => {
                 let _ = writeln!(err, "sift: update {n} applied; filter: {now}");
             }
@@ -370,7 +417,7 @@ fn write_pcap(
     args: &CaptureArgs,
     cap: &mut Capture,
     path: &Path,
-    taken: &AtomicU64,
+    worker: &Worker<'_>,
 ) -> Result<Stats, String> {
     let precision = if args.nano {
         TsPrecision::Nano
@@ -397,7 +444,7 @@ fn write_pcap(
             args,
             cap,
             &mut |packets| write_block_vectored(&mut file, format, precision, packets),
-            taken,
+            worker,
         );
     }
     let mut out = Output::create(OutputSpec {
@@ -426,7 +473,7 @@ fn write_pcap(
                 }
             }
         },
-        taken,
+        worker,
     );
     // Flush whatever was captured, even after an error.
     let flushed = out.close();
@@ -488,11 +535,9 @@ fn listening_line(args: &CaptureArgs, cap: &Capture) {
 }
 
 /// `--fanout N`: N members of one hash fanout group, one thread and one
-/// file each.
+/// file each. With `--updates`, every line goes to every worker, and each
+/// applies it to its own live filter between two of its blocks.
 fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
-    if args.updates.is_some() {
-        return Err("--updates is not available with --fanout".into());
-    }
     let Some(path) = args.write.as_deref().filter(|p| p.as_os_str() != "-") else {
         return Err("--fanout needs -w FILE (each worker writes its own file)".into());
     };
@@ -517,14 +562,27 @@ fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
         cap.activate().map_err(|e| e.to_string())?;
     }
     let taken = AtomicU64::new(0);
+    let mut updates = match &args.updates {
+        Some(source) if args.dynamic => broadcast(open_updates(source)?, caps.len()),
+        _ => Vec::new(),
+    }
+    .into_iter();
+    let workers: Vec<Worker<'_>> = (0..caps.len())
+        .map(|i| Worker {
+            shared_budget: Some(&taken),
+            own_budget: AtomicU64::new(0),
+            updates: updates.next(),
+            reports: i == 0,
+        })
+        .collect();
     let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = caps
             .iter_mut()
+            .zip(workers)
             .enumerate()
-            .map(|(i, cap)| {
-                let taken = &taken;
+            .map(|(i, (cap, worker))| {
                 let file = worker_path(path, i);
-                s.spawn(move || write_pcap(args, cap, &file, taken))
+                s.spawn(move || write_pcap(args, cap, &file, &worker))
             })
             .collect();
         handles
@@ -541,10 +599,31 @@ fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
         total.captured += s.captured;
         total.received_by_filter += s.received_by_filter;
         total.dropped_by_kernel += s.dropped_by_kernel;
+        // One interface: every worker read the same counters.
+        total.dropped_by_interface = total.dropped_by_interface.max(s.dropped_by_interface);
         total.dropped_by_sift += s.dropped_by_sift;
         total.filtered_in_userland += s.filtered_in_userland;
     }
     Ok(total)
+}
+
+/// Copies every line of `rx` to `n` receivers, in order (a thread that ends
+/// with the stream, or when no receiver is left).
+fn broadcast(
+    rx: mpsc::Receiver<(usize, String)>,
+    n: usize,
+) -> Vec<mpsc::Receiver<(usize, String)>> {
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..n).map(|_| mpsc::channel()).unzip();
+    std::thread::spawn(move || {
+        let mut senders = senders;
+        while let Ok(update) = rx.recv() {
+            senders.retain(|tx: &mpsc::Sender<(usize, String)>| tx.send(update.clone()).is_ok());
+            if senders.is_empty() {
+                break;
+            }
+        }
+    });
+    receivers
 }
 
 /// `sift -i`: opens the capture, prints tcpdump's "listening on" line,
@@ -563,7 +642,10 @@ pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
         listening_line(args, &cap);
         sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
         match &args.write {
-            Some(path) => write_pcap(args, &mut cap, path, &AtomicU64::new(0))?,
+            Some(path) => {
+                let worker = Worker::alone(args, cap.live_filter_mut().is_some())?;
+                write_pcap(args, &mut cap, path, &worker)?
+            }
             None => {
                 let mut out = BufWriter::new(io::stdout().lock());
                 let unbuffered = args.packet_buffered;

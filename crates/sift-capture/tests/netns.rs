@@ -478,6 +478,13 @@ fn capture_main_writes_pcap_and_stops_at_count() {
 
 #[test]
 fn sigint_stops_capture_and_the_file_is_complete() {
+    stop_signal_leaves_a_complete_file(libc::SIGINT);
+}
+
+/// Captures to a file until `signal` (sent to this process) stops the
+/// capture: every packet captured is in the file, which ends with the last
+/// round sent, complete.
+fn stop_signal_leaves_a_complete_file(signal: libc::c_int) {
     let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let pair = setup_or_skip!();
     let (sent, want) = frames();
@@ -520,10 +527,10 @@ fn sigint_stops_capture_and_the_file_is_complete() {
     .join()
     .unwrap();
     assert!(rounds, "capture never wrote a packet");
-    // SAFETY: sending SIGINT to this process; the capture installed its
-    // handler (it wrote a packet), which only sets a flag.
+    // SAFETY: sending SIGINT or SIGTERM to this process; the capture
+    // installed its handler (it wrote a packet), which only sets a flag.
     unsafe {
-        libc::kill(libc::getpid(), libc::SIGINT);
+        libc::kill(libc::getpid(), signal);
     }
     let stats = run.join().unwrap().expect("capture_main");
     let cap = sift_pcap::Capture::open(&path).unwrap();
@@ -1253,4 +1260,153 @@ fn pcapng_file_is_written_from_the_ring_and_reads_back() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sigterm_stops_capture_and_the_file_is_complete() {
+    stop_signal_leaves_a_complete_file(libc::SIGTERM);
+}
+
+/// The records of the pcap file at `path` whose bytes contain `text`.
+fn records_containing(path: &std::path::Path, text: &str) -> usize {
+    let cap = sift_pcap::Capture::open(path)
+        .unwrap_or_else(|e| panic!("{}: not a valid capture: {e}", path.display()));
+    cap.packets()
+        .map(|p| p.unwrap_or_else(|e| panic!("{}: damaged: {e}", path.display())))
+        .filter(|p| p.data.windows(text.len()).any(|w| w == text.as_bytes()))
+        .count()
+}
+
+#[test]
+fn fanout_workers_all_apply_the_updates() {
+    use std::io::Write as _;
+    let _serial = MAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let pair = setup_or_skip!();
+    let dir = test_dir();
+    let fifo = dir.join("updates");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let path = dir.join("out.pcap");
+    let files = [dir.join("out.0.pcap"), dir.join("out.1.pcap")];
+    let mut args = CaptureArgs::new(&pair.vb);
+    args.expression = "udp dst port 1000".into();
+    args.dynamic = true;
+    args.updates = Some(fifo.clone());
+    args.write = Some(path);
+    args.ring = small_ring();
+    args.quiet = true;
+    args.fanout = 2;
+    let run = in_netns(&pair.b, move || sift_capture::capture_main(&args));
+    let mut updates = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let va = pair.va.clone();
+    let watched = files.clone();
+    let sender = in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        // 64 flows (source ports): the hash spreads them over both workers.
+        let send = |dport: u16, text: &str| {
+            let frames: Vec<Vec<u8>> = (0..64u16)
+                .map(|flow| {
+                    let mut p = udp(dport, text.as_bytes());
+                    p[20..22].copy_from_slice(&(7000 + flow).to_be_bytes());
+                    eth(&[], 0x0800, &p)
+                })
+                .collect();
+            let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
+            assert_eq!(inj.send_batch(&refs).unwrap(), refs.len());
+        };
+        // Sends until every worker's file has `text`: then each worker has
+        // written everything sent before.
+        let until_both = |dport: u16, text: &str| {
+            for _ in 0..400 {
+                send(dport, text);
+                thread::sleep(Duration::from_millis(25));
+                if watched.iter().all(|f| file_contains(f, text.as_bytes())) {
+                    return;
+                }
+            }
+            panic!("{text} never reached both workers");
+        };
+        until_both(1000, "SYNC-0");
+        send(2121, "before-2121");
+        updates.write_all(b"+udp dst port 2121\n").unwrap();
+        updates.flush().unwrap();
+        // Both workers have applied the update once both capture 2121.
+        until_both(2121, "PROBE-A");
+        send(2121, "after-2121");
+        until_both(1000, "SYNC-1");
+        // Lines apply in order: a worker that captures 3333 has withdrawn
+        // 2121.
+        updates
+            .write_all(b"-udp dst port 2121\n+udp dst port 3333\n")
+            .unwrap();
+        updates.flush().unwrap();
+        until_both(3333, "PROBE-B");
+        send(2121, "gone-2121");
+        until_both(1000, "SYNC-3");
+        sift_capture::request_stop();
+        run.join().unwrap()
+    });
+    let stats = sender.join().unwrap().expect("capture_main");
+    let count = |text: &str| files.iter().map(|f| records_containing(f, text)).sum::<usize>();
+    assert_eq!(count("before-2121"), 0);
+    assert_eq!(count("after-2121"), 64, "every worker filters with the update");
+    for f in &files {
+        assert!(records_containing(f, "after-2121") > 0, "{}", f.display());
+    }
+    assert_eq!(count("gone-2121"), 0, "every worker withdrew the term");
+    let total: usize = files
+        .iter()
+        .map(|f| sift_pcap::Capture::open(f).unwrap().packets().count())
+        .sum();
+    assert_eq!(total as u64, stats.captured);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn no_optimize_reaches_the_live_capture_filter() {
+    let pair = setup_or_skip!();
+    let expr = "tcp port 80 or tcp port 443 or tcp port 8080";
+    let compiled = |optimize: bool| {
+        let o = sift::CompileOptions {
+            optimize,
+            ..Default::default()
+        };
+        sift::Filter::new(expr, &o).unwrap().program().to_vec()
+    };
+    let (optimized, unoptimized) = (compiled(true), compiled(false));
+    assert_ne!(optimized, unoptimized, "pick an expression the optimizer changes");
+    let vb = pair.vb.clone();
+    let programs = in_netns(&pair.b, move || {
+        let mut args = CaptureArgs::new(&vb);
+        args.expression = expr.into();
+        let with = sift_capture::open_capture(&args).unwrap();
+        args.optimize = false;
+        let without = sift_capture::open_capture(&args).unwrap();
+        assert_eq!(with.placement(), Placement::Kernel);
+        assert_eq!(without.placement(), Placement::Kernel);
+        (
+            with.filter_program().unwrap().to_vec(),
+            without.filter_program().unwrap().to_vec(),
+        )
+    })
+    .join()
+    .unwrap();
+    assert_eq!(programs, (optimized, unoptimized));
+}
+
+#[test]
+fn any_device_refuses_vlan_as_tcpdump_does() {
+    let pair = setup_or_skip!();
+    let err = in_netns(&pair.b, || {
+        let mut args = CaptureArgs::new("any");
+        args.expression = "vlan".into();
+        sift_capture::open_capture(&args).map(drop).unwrap_err()
+    })
+    .join()
+    .unwrap();
+    // tcpdump -i any vlan: "no VLAN support for Linux cooked v2".
+    assert!(err.contains("no VLAN support for Linux cooked v2"), "{err}");
 }

@@ -307,6 +307,7 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
     c.rotation = rotation(a);
     c.dynamic = dynamic;
     c.updates = a.updates.as_ref().map(std::path::PathBuf::from);
+    c.optimize = !a.no_optimize;
     sift_capture::capture_main(&c).map_err(Fail)?;
     Ok(ExitCode::SUCCESS)
 }
