@@ -16,10 +16,12 @@
 //!
 //! [`gen_main`] and [`bench_main`] are the command-line front ends.
 #![warn(missing_docs)]
-// Only the dlopen'ed libpcap needs unsafe code.
+// Only the dlopen'ed libpcap and the thread CPU clock need unsafe code.
 #![deny(unsafe_code)]
 
 pub mod bench;
+#[allow(unsafe_code)]
+pub mod cputime;
 pub mod dynamic;
 pub mod engines;
 pub mod filters;
@@ -62,6 +64,9 @@ usage: sift bench [options]
   --engines E[,E...]   engines (default: libpcap,interp,handwritten,accept-all; 'all' adds reference)
   --samples N          samples per filter × engine after one warm-up pass (default 20)
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
+  --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall
+                       clock (leaves out time spent waiting for a CPU on a loaded machine)
+  --compile-samples N  compile each filter N times per engine, report the median (default 5)
   --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
   --svg FILE           write a bar chart (median, min–max whiskers)
   --list               list filters and engines, then exit
@@ -159,6 +164,10 @@ pub struct BenchArgs {
     pub samples: usize,
     /// Minimum sample duration in ms.
     pub min_sample_ms: u64,
+    /// `--cpu-time`: time with the thread's CPU clock.
+    pub cpu_time: bool,
+    /// `--compile-samples`: builds per engine × filter (median reported).
+    pub compile_samples: usize,
     /// JSON lines on stdout.
     pub json: bool,
     /// SVG output file.
@@ -184,6 +193,7 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
         seed: 1,
         samples: 20,
         min_sample_ms: 10,
+        compile_samples: 5,
         ..Default::default()
     };
     let mut i = 0;
@@ -218,6 +228,8 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
             "--recompile-samples" => b.recompile_samples = Some(parse_num(value(args, &mut i, a)?, a)?),
             "--strategies" | "--strategy" => b.strategies = Some(value(args, &mut i, a)?.to_string()),
             "--min-sample-ms" => b.min_sample_ms = parse_num(value(args, &mut i, a)?, a)?,
+            "--cpu-time" => b.cpu_time = true,
+            "--compile-samples" => b.compile_samples = parse_num(value(args, &mut i, a)?, a)?,
             "--json" => b.json = true,
             "--svg" => b.svg = Some(value(args, &mut i, a)?.to_string()),
             "--list" => b.list = true,
@@ -228,6 +240,12 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
     }
     if b.samples == 0 {
         return Err("--samples must be at least 1".into());
+    }
+    if b.compile_samples == 0 {
+        return Err("--compile-samples must be at least 1".into());
+    }
+    if b.cpu_time && !bench::Clock::ThreadCpu.available() {
+        return Err("--cpu-time: the thread CPU clock cannot be read here".into());
     }
     if b.workloads.is_empty() {
         b.workloads.push("web".into());
@@ -282,6 +300,8 @@ pub fn run(
     let opts = SampleOptions {
         samples: b.samples,
         min_sample_ns: b.min_sample_ms.saturating_mul(1_000_000),
+        clock: if b.cpu_time { bench::Clock::ThreadCpu } else { bench::Clock::Wall },
+        compile_samples: b.compile_samples,
     };
     let mut all = Vec::new();
     for w in &b.workloads {

@@ -19,6 +19,8 @@ fn fast() -> SampleOptions {
     SampleOptions {
         samples: 2,
         min_sample_ns: 0,
+        compile_samples: 1,
+        ..Default::default()
     }
 }
 

@@ -139,6 +139,14 @@ impl ExecBuffer {
         self.code_len
     }
 
+    /// A copy of the machine code.
+    pub(crate) fn code_bytes(&self) -> Vec<u8> {
+        // SAFETY: `ptr` starts `code_len` initialized bytes of a mapping this
+        // buffer owns, readable (read + execute) and never written after
+        // `new` returned; the slice does not outlive `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.code_len) }.to_vec()
+    }
+
     /// Runs the filter on one packet.
     #[inline(always)]
     pub(crate) fn call(&self, data: &[u8], wire_len: u32) -> u32 {

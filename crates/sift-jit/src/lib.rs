@@ -61,6 +61,9 @@ mod x64;
 
 pub mod simd;
 
+/// How many packets ahead the batch entry points prefetch the headers of.
+pub const PREFETCH_AHEAD: usize = 4;
+
 /// Why a program could not be compiled.
 #[derive(Debug)]
 pub enum JitError {
@@ -191,16 +194,48 @@ impl JitFilter {
     /// Runs the filter on many packets, `(captured bytes, wire length)`
     /// each, writing verdict `i` to `out[i]`; stops at the shorter of the
     /// two slices. While one packet is filtered, the first cache line of
-    /// the next one is prefetched.
+    /// a packet [`PREFETCH_AHEAD`] places further is prefetched.
     pub fn run_batch(&self, packets: &[(&[u8], u32)], out: &mut [u32]) {
-        for (i, (slot, &(data, wire_len))) in out.iter_mut().zip(packets).enumerate() {
-            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-            if let Some(next) = packets.get(i + 1) {
-                exec::prefetch(next.0.as_ptr());
+        let n = packets.len().min(out.len());
+        self.for_each_verdict(&packets[..n], |&(d, w)| (d, w), |i, v| out[i] = v);
+    }
+
+    /// The number of items of `items` the filter accepts; `packet` gives
+    /// an item's captured bytes and wire length. The batch entry point for
+    /// packets held in any structure: one call per batch, and while one
+    /// packet is filtered the first cache line (the headers) of the packet
+    /// [`PREFETCH_AHEAD`] places further is prefetched.
+    #[inline]
+    pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        let mut n = 0u64;
+        self.for_each_verdict(items, packet, |_, v| n += u64::from(v != 0));
+        n
+    }
+
+    /// Runs the filter on every item, in order, handing `(index, verdict)`
+    /// to `verdict`; prefetches as [`JitFilter::count_matches`] does.
+    #[inline]
+    pub fn for_each_verdict<T>(
+        &self,
+        items: &[T],
+        packet: impl Fn(&T) -> (&[u8], u32),
+        mut verdict: impl FnMut(usize, u32),
+    ) {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            let code = &self.code;
+            for (i, item) in items.iter().enumerate() {
+                if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
+                    exec::prefetch(packet(ahead).0.as_ptr());
+                }
+                let (data, wire_len) = packet(item);
+                verdict(i, code.call(data, wire_len));
             }
-            #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-            let _ = i;
-            *slot = self.run(data, wire_len);
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        for (i, item) in items.iter().enumerate() {
+            let (data, wire_len) = packet(item);
+            verdict(i, self.run(data, wire_len));
         }
     }
 
@@ -218,6 +253,19 @@ impl JitFilter {
         #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         {
             0
+        }
+    }
+
+    /// A copy of the machine code (for disassembling; empty where there
+    /// is no JIT).
+    pub fn code_bytes(&self) -> Vec<u8> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        {
+            self.code.code_bytes()
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            Vec::new()
         }
     }
 

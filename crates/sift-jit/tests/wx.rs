@@ -103,6 +103,12 @@ fn batch_matches_single_runs() {
     let mut short = [0u32; 2];
     f.run_batch(&packets, &mut short);
     f.run_batch(&[], &mut short);
+    // The counting entry point agrees with one call per packet, whatever
+    // holds the packets (here: the buffers themselves).
+    let expected = packets.iter().filter(|(d, w)| f.run(d, *w) != 0).count() as u64;
+    assert_eq!(f.count_matches(&bufs, |b| (b.as_slice(), b.len() as u32)), expected);
+    assert_eq!(f.count_matches(&bufs[..2], |b| (b.as_slice(), b.len() as u32)), 0);
+    assert_eq!(f.count_matches(&[] as &[Vec<u8>], |b| (b.as_slice(), 0)), 0);
 }
 
 #[test]
