@@ -23,6 +23,7 @@ pub mod kernel;
 pub mod libpcap;
 pub mod packets;
 mod packets_links;
+pub mod packets_tunnel;
 mod packets_wlan;
 pub mod pool;
 pub mod rng;

@@ -662,6 +662,10 @@ fn transport(rng: &mut Rng, proto: u8, v6: bool, depth: u8) -> Vec<u8> {
             }
         }
         17 => {
+            // Sometimes a VXLAN or Geneve tunnel (packets_tunnel.rs).
+            if let Some(tunnel) = crate::packets_tunnel::maybe_tunnel_udp(rng) {
+                return tunnel;
+            }
             put16(&mut t, port(rng));
             put16(&mut t, port(rng));
             put16(&mut t, 8 + rng.below(40) as u16);

@@ -122,6 +122,43 @@ const FOLLOWS_MASTER: &[FollowsMaster] = &[
         reason: "1.10.3's scanner reads '$c0' wrongly; sift reads the hex digits as master (and 1.10.6) do",
         program: "(000) ldb [0]\n(001) jeq #0xc0 jt 4 jf 2\n(002) ldb [1]\n(003) jeq #0xc0 jt 4 jf 5\n(004) ret #SNAPLEN\n(005) ret #0\n",
     },
+    // vxlan is master-only syntax (1.10.3: a syntax error). Master's
+    // programs: TESTrun's `accept_vxlan_nullary_unopt_0` followed by the
+    // type-field test at the inner offset (master never optimizes them).
+    FollowsMaster {
+        id: "libpcap#1670",
+        expr: "vxlan and arp",
+        commit: "vxlan (master PR #1273)",
+        reason: "master-only syntax: 1.10.3 has no 'vxlan'",
+        program: "(000) ldh [12]\n(001) jeq #0x800 jt 2 jf 15\n(002) ldb [23]\n(003) jeq #0x11 jt 4 jf 15\n\
+                  (004) ldh [20]\n(005) jset #0x1fff jt 15 jf 6\n(006) ldxb 4*([14]&0xf)\n\
+                  (007) ldh [x + 16]\n(008) jeq #0x12b5 jt 9 jf 15\n(009) ldxb 4*([14]&0xf)\n\
+                  (010) ldb [x + 22]\n(011) jeq #0x8 jt 12 jf 15\n(012) ldxb 4*([14]&0xf)\n(013) txa\n\
+                  (014) jeq x jt 26 jf 15\n(015) ldh [12]\n(016) jeq #0x86dd jt 17 jf 40\n(017) ldb [20]\n\
+                  (018) jeq #0x11 jt 19 jf 40\n(019) ldh [56]\n(020) jeq #0x12b5 jt 21 jf 40\n\
+                  (021) ldb [62]\n(022) jeq #0x8 jt 23 jf 40\n(023) ld #0x28\n(024) tax\n\
+                  (025) jeq x jt 26 jf 40\n(026) add #22\n(027) add #8\n(028) st M[0]\n(029) add #12\n\
+                  (030) st M[1]\n(031) add #2\n(032) tax\n(033) stx M[2]\n(034) ld #0x0\n\
+                  (035) jeq #0x0 jt 36 jf 40\n(036) ldx M[1]\n(037) ldh [x + 0]\n\
+                  (038) jeq #0x806 jt 39 jf 40\n(039) ret #SNAPLEN\n(040) ret #0\n",
+    },
+    FollowsMaster {
+        id: "libpcap#1726",
+        expr: "vxlan and ip",
+        commit: "vxlan (master PR #1273)",
+        reason: "master-only syntax: 1.10.3 has no 'vxlan'",
+        program: "(000) ldh [12]\n(001) jeq #0x800 jt 2 jf 15\n(002) ldb [23]\n(003) jeq #0x11 jt 4 jf 15\n\
+                  (004) ldh [20]\n(005) jset #0x1fff jt 15 jf 6\n(006) ldxb 4*([14]&0xf)\n\
+                  (007) ldh [x + 16]\n(008) jeq #0x12b5 jt 9 jf 15\n(009) ldxb 4*([14]&0xf)\n\
+                  (010) ldb [x + 22]\n(011) jeq #0x8 jt 12 jf 15\n(012) ldxb 4*([14]&0xf)\n(013) txa\n\
+                  (014) jeq x jt 26 jf 15\n(015) ldh [12]\n(016) jeq #0x86dd jt 17 jf 40\n(017) ldb [20]\n\
+                  (018) jeq #0x11 jt 19 jf 40\n(019) ldh [56]\n(020) jeq #0x12b5 jt 21 jf 40\n\
+                  (021) ldb [62]\n(022) jeq #0x8 jt 23 jf 40\n(023) ld #0x28\n(024) tax\n\
+                  (025) jeq x jt 26 jf 40\n(026) add #22\n(027) add #8\n(028) st M[0]\n(029) add #12\n\
+                  (030) st M[1]\n(031) add #2\n(032) tax\n(033) stx M[2]\n(034) ld #0x0\n\
+                  (035) jeq #0x0 jt 36 jf 40\n(036) ldx M[1]\n(037) ldh [x + 0]\n\
+                  (038) jeq #0x800 jt 39 jf 40\n(039) ret #SNAPLEN\n(040) ret #0\n",
+    },
 ];
 
 /// Rows whose libpcap program reads scratch memory it never wrote: its
@@ -345,6 +382,23 @@ fn bug_regressions() {
                         Ok(_) => Verdict::Fail(format!("{where_}: sift rejects ({e}); libpcap 1.10.3 compiles it")),
                     },
                 },
+                // Master-only syntax: compared with master's program alone.
+                (Ok(s), Err(_)) if known.is_some() => {
+                    let f = known.expect("checked");
+                    match master_program(f, snaplen) {
+                        Err(e) => Verdict::Fail(format!("{where_}: master's program of the known difference: {e}")),
+                        Ok(m) => match compare(&s, &m, &with_guided(packets.clone(), &m, truncations, row_no), truncations) {
+                            Ok(n) => {
+                                views += n;
+                                Verdict::Pass(format!(
+                                    "{where_}: master-only syntax ({}), {n} views agree with master's program",
+                                    f.commit
+                                ))
+                            }
+                            Err(e) => Verdict::Fail(format!("{where_} ({lt_name}): sift != libpcap master: {e}")),
+                        },
+                    }
+                }
                 (Ok(_), Err(oe)) => Verdict::Fail(format!("{where_}: sift compiles; libpcap 1.10.3 rejects ({oe})")),
                 (Ok(s), Ok(o)) if known.is_some() => {
                     let f = known.expect("checked");

@@ -337,6 +337,9 @@ impl Lowerer<'_> {
         if self.link.mpls_depth > 0 {
             return self.err("'gateway' cannot be used within MPLS");
         }
+        if self.in_tunnel() {
+            return self.err("'gateway' cannot be used within VXLAN or Geneve");
+        }
         let Some(mac) = resolver::ether_host(self.opts.names, name) else {
             return self.name_err(name, format!("unknown Ethernet-like host '{name}'"));
         };

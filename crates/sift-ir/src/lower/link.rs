@@ -230,6 +230,9 @@ pub(crate) enum VarPart {
     WlanHeaderEnd,
     /// The pflog header length, `(hdr[0] + 3) & ~3` (DLT_PFLOG).
     PflogHdrLen,
+    /// One of the offsets a `geneve` or `vxlan` primitive computes (the
+    /// tunnel's index in the filter, and which offset; `tunnel.rs`).
+    Tunnel(u16, super::tunnel::TunnelReg),
 }
 
 impl Lowerer<'_> {
@@ -268,8 +271,13 @@ impl Lowerer<'_> {
     /// length, plus the variable part of the payload offset if any
     /// (`ldxb 4*([nl]&0xf)`, or `ldx M[r]; ldb [x+nl]; and; lsh; add x`).
     pub(crate) fn iphdrlen_x(&self) -> Value {
-        let nl = self.link.nl();
-        match self.var_value(self.link.pl_var) {
+        self.iphdrlen_x_of(&self.link)
+    }
+
+    /// [`iphdrlen_x`](Self::iphdrlen_x) for the lowering state `link`.
+    pub(crate) fn iphdrlen_x_of(&self, link: &LinkLayer) -> Value {
+        let nl = link.nl();
+        match self.var_value(link.pl_var) {
             None => Value::ipv4_header_len(nl),
             Some(v) => Value::load_indexed(Size::Byte, v.clone(), nl)
                 .bin(BinOp::And, Value::Const(0xf))

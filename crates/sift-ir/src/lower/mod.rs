@@ -32,6 +32,8 @@
 //! - `arith.rs`: `arith relop arith`, packet accessors, `len`, `less`, `greater`;
 //! - `encap.rs`: `vlan`, `mpls`, `pppoed`, `pppoes`, `llc`, the ISO/IS-IS
 //!   primitives and DECnet hosts.;
+//! - `tunnel.rs`: `geneve` and `vxlan` (the later primitives lowered per
+//!   case of the tunnel's run-time offsets);
 //! - `links.rs`: the other link types (PPP/HDLC, SLIP, Frame Relay, ARCnet,
 //!   ATM, SS7 MTP2/MTP3, pflog, ...) and their primitives (`vpi`, `lane`,
 //!   `fisu`, `sio`, `ifname`, `action`, `$XX` hosts, ...).
@@ -78,6 +80,7 @@ mod link;
 mod links;
 mod port;
 mod proto;
+mod tunnel;
 mod wlan;
 
 use crate::linktype::LinkType;
@@ -163,6 +166,8 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
         var_hdr_used: Cell::new(false),
         var_pl_used: Cell::new(false),
         var_case,
+        tunnels: Vec::new(),
+        tunnel_used: Cell::new(false),
     };
     let mut cx = new_lowerer(wlan::VarCase::default());
     let body = cx.expr(expr)?;
@@ -200,6 +205,10 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) var_pl_used: Cell<bool>,
     /// Which form of the run-time offsets loads use (`wlan.rs`).
     pub(crate) var_case: wlan::VarCase,
+    /// The `geneve`/`vxlan` primitives lowered so far (`tunnel.rs`).
+    pub(crate) tunnels: Vec<tunnel::Tunnel>,
+    /// A load used a tunnel's offsets (`tunnel.rs`).
+    pub(crate) tunnel_used: Cell<bool>,
 }
 
 /// The direction qualifier as the generators see it (`None` in the AST is
@@ -426,8 +435,18 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// Lowers one primitive (`self.span` is its span).
+    /// Lowers one primitive (`self.span` is its span); after a tunnel,
+    /// once per case of its offsets (`tunnel.rs`).
     fn primitive(&mut self, p: &Primitive) -> Result<Pred> {
+        match p {
+            // They lower their tests per case themselves.
+            Primitive::Geneve(_) | Primitive::Vxlan(_) => self.primitive_here(p),
+            _ => self.in_tunnel_cases(&mut |cx| cx.primitive_here(p)),
+        }
+    }
+
+    /// Lowers one primitive in the current lowering state.
+    fn primitive_here(&mut self, p: &Primitive) -> Result<Pred> {
         match p {
             Primitive::Id { qual, id } => self.qualified_id(qual, id),
             Primitive::ProtoAbbrev(proto) => self.proto_abbrev(*proto),
@@ -444,8 +463,8 @@ impl<'a> Lowerer<'a> {
             Primitive::Mpls(label) => self.mpls(*label),
             Primitive::Pppoed => self.pppoed(),
             Primitive::Pppoes(id) => self.pppoes(*id),
-            Primitive::Geneve(_) => self.unsupported("'geneve'"),
-            Primitive::Vxlan(_) => self.err("'vxlan' does not exist in libpcap 1.10.3"),
+            Primitive::Geneve(vni) => self.tunnel(tunnel::TunnelKind::Geneve, *vni),
+            Primitive::Vxlan(vni) => self.tunnel(tunnel::TunnelKind::Vxlan, *vni),
             Primitive::Llc(kind) => self.llc(kind),
             Primitive::Pflog(p) => self.pflog(p),
             Primitive::Wlan(_, w) => self.wlan_field(w),

@@ -209,7 +209,7 @@ impl Lowerer<'_> {
     }
 
     /// `gen_port`/`gen_portrange`: IPv4, then per transport protocol.
-    fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
+    pub(crate) fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let lt = self.gen_linktype(ethertype::IP)?;
         let body = match sel.number() {
             Some(p) => self.portop_v4(p, dir, atom)?,
@@ -228,7 +228,7 @@ impl Lowerer<'_> {
     }
 
     /// `gen_port6`/`gen_portrange6`.
-    fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
+    pub(crate) fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let lt = self.gen_linktype(ethertype::IPV6)?;
         let body = match sel.number() {
             Some(p) => self.portop_v6(p, dir, atom)?,
@@ -265,7 +265,7 @@ impl Lowerer<'_> {
 }
 
 /// The port test at an offset in the transport header.
-type PortAtom<'a> = dyn Fn(&Lowerer<'_>, u32) -> Result<Pred> + 'a;
+pub(crate) type PortAtom<'a> = dyn Fn(&Lowerer<'_>, u32) -> Result<Pred> + 'a;
 
 fn not_for_ports(d: DirQual) -> String {
     let (w, plural) = wlan_dir_words(d);

@@ -292,10 +292,13 @@ fn deep_nesting_is_an_error_not_a_crash() {
 }
 
 #[test]
-fn unsupported_primitives_name_themselves() {
-    let e = on(LinkType::EN10MB, prim(Primitive::Geneve(Some(1)))).unwrap_err();
-    assert_eq!(e.message, "'geneve' is not supported yet by sift");
-    assert_eq!(e.span, sp());
+fn tunnel_vni_ranges() {
+    assert!(on(LinkType::EN10MB, prim(Primitive::Geneve(Some(0xff_ffff)))).is_ok());
+    assert!(on(LinkType::EN10MB, prim(Primitive::Vxlan(None))).is_ok());
+    let e = on(LinkType::EN10MB, prim(Primitive::Vxlan(Some(0x100_0000)))).unwrap_err();
+    assert_eq!(e.message, "VXLAN VNI 16777216 greater than maximum 16777215");
+    let e = on(LinkType::EN10MB, prim(Primitive::Geneve(Some(0x100_0000)))).unwrap_err();
+    assert_eq!(e.message, "Geneve VNI 16777216 greater than maximum 16777215");
 }
 
 #[test]

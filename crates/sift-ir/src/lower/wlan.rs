@@ -110,6 +110,7 @@ impl Lowerer<'_> {
                 self.var_pl_used.set(true);
                 Some(super::links::pflog_hdrlen())
             }
+            VarPart::Tunnel(id, reg) => Some(self.tunnel_reg(id, reg)),
         }
     }
 

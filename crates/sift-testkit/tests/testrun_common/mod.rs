@@ -54,10 +54,7 @@ pub fn is_supported_dlt(dlt: &str) -> bool {
 
 /// Keywords of primitives that are out of scope in this phase, with the
 /// feature family they belong to (for the per-family counts).
-const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[
-    ("geneve", "geneve"),
-    ("vxlan", "vxlan"),
-];
+const UNSUPPORTED_KEYWORDS: &[(&str, &str)] = &[];
 
 /// The first out-of-scope feature family `expr` uses, if any (by keyword:
 /// words are runs of letters, digits, `-` and `_`, compared case-insensitively).
