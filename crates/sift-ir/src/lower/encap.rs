@@ -146,6 +146,8 @@ impl Lowerer<'_> {
         } else {
             match self.link.kind {
                 LinkKind::Ethernet => self.gen_linktype(ETHERTYPE_MPLS)?,
+                // libpcap: DLT_C_HDLC carries EtherTypes (`ldh [2]; jeq #0x8847`).
+                LinkKind::Other(super::links::OtherLink::CHdlc) => self.gen_linktype(ETHERTYPE_MPLS)?,
                 LinkKind::Ppp => self.gen_linktype(PPP_MPLS_UCAST)?,
                 _ => {
                     return self.err(format!("no MPLS support for {}", self.link_description()))
