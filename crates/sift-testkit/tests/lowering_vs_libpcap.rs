@@ -287,6 +287,9 @@ struct Job {
     dlt: &'static str,
     lt: LinkType,
     mode: Mode,
+    /// Fewer truncations per packet ([`sparse_truncations`]): the other
+    /// link types' campaign, which has many more packets per expression.
+    sparse: bool,
 }
 
 /// Link types also compiled in savefile mode (where it changes something
@@ -496,12 +499,12 @@ fn lowering_matches_libpcap_on_real_and_truncated_packets() {
     let mut jobs = Vec::new();
     for expr in EXPRS {
         for (dlt, lt) in DLTS {
-            jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Dead });
+            jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Dead, sparse: false });
             if SAVEFILE_DLTS.contains(dlt) {
-                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: false } });
+                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: false }, sparse: false });
             }
             if *dlt == "NULL" {
-                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: true } });
+                jobs.push(Job { expr, dlt, lt: *lt, mode: Mode::Savefile { swapped: true }, sparse: false });
             }
         }
     }
@@ -531,10 +534,213 @@ fn lowering_matches_libpcap_on_testrun_expressions() {
             continue;
         }
         let leaked: &'static str = Box::leak(expr.to_string().into_boxed_str());
-        jobs.push(Job { expr: leaked, dlt: name, lt: *lt, mode: Mode::Dead });
+        jobs.push(Job { expr: leaked, dlt: name, lt: *lt, mode: Mode::Dead, sparse: false });
     }
     let n = jobs.len();
     run_campaign(&jobs, n);
+}
+
+/// Expressions compared on every other link type sift supports (beyond
+/// [`DLTS`]), with [`FAMILY_EXPRS`] for the link types of each family.
+/// (No arithmetic before a primitive that needs the 802.11/radio header
+/// offsets: libpcap#1192, compat #14.)
+const OTHER_LINK_EXPRS: &[&str] = &[
+    "", "ip", "ip6", "arp", "rarp", "tcp", "udp", "icmp", "icmp6", "sctp", "igmp", "pim", "vrrp",
+    "not ip", "ip or ip6", "tcp or udp", "ip proto 47", "ip6 proto 17", "proto 58",
+    "host 10.0.0.1", "src host 192.168.1.1", "dst net 10.0.0.0/8", "host ::1", "ip6 net fe80::/10",
+    "arp host 10.0.0.1", "port 80", "tcp port 80", "udp port 53", "portrange 1-1023", "src port 1024",
+    "tcp[13] & 2 != 0", "ip[0] & 0xf = 5", "ip[9] = 6", "udp[0:2] = 53", "icmp[0] = 8", "ip6[6] = 17",
+    "ip[100] = 0 or ip", "not tcp[100] = 0 and ip", "ip multicast", "ip broadcast", "ip6 multicast",
+    "protochain 6", "ip6 protochain 17", "iso", "stp", "ipx", "atalk", "decnet", "netbeui", "llc",
+    "link proto \\ip", "link proto 0x86dd", "ether proto \\arp", "broadcast", "multicast",
+    "ether host 1:2:3:4:5:6", "ether src 0:0:0:0:0:0", "vlan", "vlan 1 and ip", "mpls", "mpls 100 and ip",
+    "pppoes", "pppoed", "inbound", "outbound", "link[0] = 0", "link[0:2] = 0x800", "less 60",
+    "greater 100", "len > 100", "1 = 1", "link host $dd", "link src $dd", "link dst host $dd",
+];
+
+/// Per-family expressions on the link types named (libpcap's DLT names).
+const FAMILY_EXPRS: &[(&[&str], &[&str])] = &[
+    (
+        &["IEEE802_11", "IEEE802_11_RADIO", "IEEE802_11_RADIO_AVS", "PRISM_HEADER", "PPI"],
+        &[
+            "type mgt", "type ctl", "type data", "type data subtype qos-data", "subtype beacon",
+            "subtype probe-req", "subtype ack", "type ctl subtype rts", "subtype null", "dir nods",
+            "dir tods", "dir fromds", "dir dstods", "not dir nods", "wlan host 0:1:2:3:4:5",
+            "wlan src 0:1:2:3:4:5", "wlan dst ff:ff:ff:ff:ff:ff", "wlan addr1 0:1:2:3:4:5",
+            "wlan addr2 0:1:2:3:4:5", "wlan addr3 0:1:2:3:4:5", "wlan addr4 0:1:2:3:4:5",
+            "wlan ra 0:1:2:3:4:5", "wlan ta 0:1:2:3:4:5", "type data and ip", "type data and tcp port 80",
+            "type mgt or arp", "wlan[0] = 0x80", "wlan[1] & 3 = 1", "radio[0] = 0", "type data and dir tods",
+        ],
+    ),
+    (
+        &["SUNATM"],
+        &[
+            "vpi 0", "vci 5", "vpi 1 and vci 32", "lane", "lane and ip", "oamf4", "oamf4s", "oamf4e",
+            "oamf5", "oam", "metac", "bcc", "sc", "ilmic", "connectmsg", "metaconnect", "llc and ip",
+            "vpi > 2", "vci <= 100",
+        ],
+    ),
+    (
+        &["MTP2", "MTP2_WITH_PHDR", "MTP3"],
+        &[
+            "fisu", "lssu", "msu", "hfisu", "hlssu", "hmsu", "sio 3", "sio > 2", "opc 1", "opc > 100",
+            "sls 3", "sls < 9", "hsio 3", "hopc 1", "hsls 3", "msu and sio 3 and opc 1",
+        ],
+    ),
+    (
+        &["PFLOG"],
+        &[
+            "ifname eth0", "on lo0", "rnr 1", "rulenum 2", "srnr 1", "subrulenum 3", "reason match",
+            "reason bad-offset", "rset foo", "ruleset main", "action pass", "action block",
+            "action nat", "inbound and action pass", "outbound or reason short",
+        ],
+    ),
+    (
+        &["PPP", "PPP_PPPD", "PPP_SERIAL", "PPP_ETHER", "PPP_BSDOS", "C_HDLC", "FRELAY"],
+        &[
+            "clnp", "esis", "isis", "l1", "l2", "iih", "lsp", "csnp", "psnp", "isis proto 0x11",
+            "mpls and tcp port 179", "mpls and mpls", "not mpls and ip", "link proto 0x21",
+            "link proto 0x281", "ppp proto 0x21",
+        ],
+    ),
+    (
+        &["ARCNET", "ARCNET_LINUX", "BACNET_MS_TP"],
+        &[
+            "link host $dd or link host 0xdd", "link src and dst host $dd", "link src or dst $dd",
+            "ip and link src $dd", "not link dst host $dd", "link broadcast",
+        ],
+    ),
+    (
+        &["FDDI", "IEEE802", "IP_OVER_FC", "NETANALYZER", "NETANALYZER_TRANSPARENT", "DSA_TAG_BRCM", "DSA_TAG_DSA"],
+        &[
+            "ether dst ff:ff:ff:ff:ff:ff", "ether src and dst 1:2:3:4:5:6", "ether broadcast",
+            "ether multicast", "llc i", "llc u", "llc ui", "llc xid", "vlan and tcp", "vlan and vlan",
+            "mpls and ip", "pppoes and ip", "stp and ether[0] = 1", "ether proto 0x88cc",
+            "ether[12:2] = 0x800", "iso and isis",
+        ],
+    ),
+];
+
+/// Where 1.10.3 and master disagree about compiling at all and sift follows
+/// master, by link type: libpcap 1.10.3's error message (or sift's, which is
+/// master's) and the compat.md row.
+const MASTER_ONLY: &[(&[&str], &str, &str)] = &[
+    (&["DSA_TAG_BRCM"], "Broadcom tag", "compat #26"),
+    (&["DSA_TAG_DSA"], "Marvell DSA", "compat #26"),
+    (&["DSA_TAG_BRCM", "DSA_TAG_DSA"], "not a broadcast link", "compat #26"),
+    (&["DSA_TAG_BRCM", "DSA_TAG_DSA"], "ethernet addresses supported only on", "compat #26"),
+    (&["DSA_TAG_BRCM", "DSA_TAG_DSA"], "link-layer multicast filters supported only on", "compat #26"),
+    (&["PPI"], "802.11 link-layer types supported only on 802.11", "compat #16"),
+    (&["PPI"], "frame direction supported only with 802.11 headers", "compat #16"),
+    (&["BACNET_MS_TP"], "aid supported only on ARCnet", "compat #22"),
+    (&["BACNET_MS_TP"], "not a broadcast link", "compat #22"),
+    (&["BACNET_MS_TP"], "link-layer type filtering not implemented for DLT_BACNET_MS_TP", "compat #22"),
+    // 1.10.3 compiles `inbound`/`outbound` to a Linux extension load on
+    // link types without a direction field; sift rejects them.
+    (&["*"], "'inbound'/'outbound' on this link type", "compat #5"),
+];
+
+/// Expressions both compile on these link types whose 1.10.3 program has
+/// no defined or no comparable meaning (not compared; sift's semantics are
+/// master's, checked by TESTrun rows where master has them).
+const NOT_COMPARED: &[(&[&str], &str, &str)] = &[
+    // libpcap#834: the program reads the 802.11 frame control at the offset
+    // in M[0], which nothing writes.
+    (&["IEEE802_11_RADIO", "IEEE802_11_RADIO_AVS", "PRISM_HEADER", "PPI"], "pppoes", "compat #15 (libpcap#834)"),
+    // 1.10.3 compiles them to a Linux extension load (no direction offline).
+    (&["DSA_TAG_BRCM", "DSA_TAG_DSA"], "inbound", "compat #26"),
+    (&["DSA_TAG_BRCM", "DSA_TAG_DSA"], "outbound", "compat #26"),
+];
+
+/// Is this a [`MASTER_ONLY`] case: libpcap 1.10.3 rejects with one of its
+/// messages while sift compiles, or sift rejects with master's message while
+/// 1.10.3 compiles?
+fn master_only(dlt: &str, theirs: Option<&String>, ours: Option<&String>) -> Option<String> {
+    let msg = match (theirs, ours) {
+        (Some(t), None) => t,
+        (None, Some(o)) => o,
+        _ => return None,
+    };
+    MASTER_ONLY
+        .iter()
+        .find(|(dlts, m, _)| (dlts.contains(&dlt) || dlts.contains(&"*")) && msg.contains(m))
+        .map(|(_, _, row)| format!("{msg} ({row})"))
+}
+
+/// Caplens tried in the other link types' campaign: every value up to 48
+/// bytes (the link-layer headers), then every 7th, and the full length.
+fn sparse_truncations(len: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..=len.min(48)).chain((48..len).step_by(7)).collect();
+    v.push(len);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Structured random packets per link type in the other link types' campaign.
+const RANDOM_PER_LINK: usize = 120;
+
+/// Every link type sift supports beyond [`DLTS`]: [`OTHER_LINK_EXPRS`] plus
+/// its family's [`FAMILY_EXPRS`], on the captures of that link type and
+/// [`RANDOM_PER_LINK`] packets of `sift_testkit::packets::random_packet`
+/// (realistic headers, payloads and truncations), each also truncated.
+#[test]
+fn lowering_matches_libpcap_on_every_other_link_type() {
+    let mut links: Vec<(&'static str, LinkType)> = Vec::new();
+    for lt in sift_ir::lower::supported_linktypes() {
+        let Some(name) = lt.name() else { continue };
+        if !DLTS.iter().any(|d| d.1 == lt) {
+            links.push((name, lt));
+        }
+    }
+    assert!(links.len() >= 30, "only {} other link types", links.len());
+    let mut jobs = Vec::new();
+    let mut distinct = HashSet::new();
+    for &(dlt, lt) in &links {
+        let family = FAMILY_EXPRS.iter().filter(|(dlts, _)| dlts.contains(&dlt)).flat_map(|(_, e)| e.iter());
+        for &expr in OTHER_LINK_EXPRS.iter().chain(family) {
+            distinct.insert(expr);
+            jobs.push(Job { expr, dlt, lt, mode: Mode::Dead, sparse: true });
+        }
+    }
+    if Command::new("tcpdump").arg("--version").output().is_err() {
+        eprintln!("tcpdump not found: skipping the libpcap comparison");
+        return;
+    }
+    // Captures of these link types, then random packets.
+    let mut packets: BTreeMap<LinkType, Vec<Packet>> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut dirs = vec![data_dir()];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    for f in files {
+        let Ok(cap) = sift_pcap::Capture::open(&f) else { continue };
+        for p in cap.packets().map_while(Result::ok).take(PER_FILE) {
+            let lt = LinkType::from_linktype(p.linktype);
+            if links.iter().any(|l| l.1 == lt) {
+                packets.entry(lt).or_default().push(Packet { data: p.data.to_vec(), wire_len: p.wire_len });
+            }
+        }
+    }
+    for &(_, lt) in &links {
+        let mut rng = sift_testkit::Rng::fork(0x5eed_11a4, u64::from(lt.0));
+        let v = packets.entry(lt).or_default();
+        for _ in 0..RANDOM_PER_LINK {
+            let (data, wire_len) = sift_testkit::packets::random_packet(&mut rng, lt);
+            v.push(Packet { data, wire_len });
+        }
+    }
+    execute(&jobs, distinct.len(), &links, &packets);
 }
 
 fn run_campaign(jobs: &[Job], nexprs: usize) {
@@ -552,6 +758,15 @@ fn run_campaign(jobs: &[Job], nexprs: usize) {
         let n = packets.get(lt).map_or(0, Vec::len);
         assert!(n > 0, "no {name} packets");
     }
+    let names: Vec<(&str, LinkType)> = DLTS.to_vec();
+    execute(jobs, nexprs, &names, &packets);
+}
+
+/// Runs the jobs on the packets of their link types (`names`: the link
+/// types in scope, for the summary), prints the summary and fails on any
+/// disagreement.
+fn execute(jobs: &[Job], nexprs: usize, names: &[(&str, LinkType)], packets: &BTreeMap<LinkType, Vec<Packet>>) {
+    let npackets: usize = packets.values().map(Vec::len).sum();
     // DLT_NULL packets as a host of the other byte order writes them.
     let mut swapped_packets: BTreeMap<LinkType, Vec<Packet>> = BTreeMap::new();
     let null: Vec<Packet> = packets.get(&LinkType::NULL).cloned().unwrap_or_default();
@@ -612,6 +827,7 @@ fn run_campaign(jobs: &[Job], nexprs: usize) {
     let (mut both_ok, mut both_err, mut unsupported) = (0, 0, 0);
     let mut stricter = Vec::new();
     let (mut range_checks, mut follows_master) = (Vec::new(), Vec::new());
+    let mut master_only = Vec::new();
     for r in &results {
         comparisons += r.comparisons;
         match &r.kind {
@@ -622,31 +838,39 @@ fn run_campaign(jobs: &[Job], nexprs: usize) {
                     println!("  both reject [{}] {}: libpcap: {theirs} / sift: {ours}", r.dlt, r.expr);
                 }
             }
-            Kind::Unsupported => unsupported += 1,
+            Kind::Unsupported => {
+                unsupported += 1;
+                if verbose {
+                    println!("  not supported yet by sift [{}] {}", r.dlt, r.expr);
+                }
+            }
             Kind::StricterParser(m) => stricter.push(format!("[{}] {}: {m}", r.dlt, r.expr)),
             Kind::MasterRangeCheck(m) => range_checks.push(format!("[{}] {}: {m}", r.dlt, r.expr)),
             Kind::FollowsMaster(d) => {
                 follows_master.push(format!("[{}] {} (1.10.3 differs on {d})", r.dlt, r.expr))
             }
+            Kind::MasterOnly(m) => master_only.push(format!("[{}] {}: {m}", r.dlt, r.expr)),
             Kind::Mismatch(m) => disagreements.push(format!("[{}] {}: {m}", r.dlt, r.expr)),
         }
     }
-    let per_link: Vec<String> = DLTS
+    let per_link: Vec<String> = names
         .iter()
         .map(|(name, lt)| format!("{name} {}", packets.get(lt).map_or(0, Vec::len)))
         .collect();
     println!(
         "lowering vs libpcap: {} expressions, {} link types, {} cases ({} compiled by both, \
          {} rejected by both, {} not supported yet by sift, {} rejected by master's range checks, \
-         {} following master's semantics); {} packets ({}); {} comparisons; {} disagreements",
+         {} following master's semantics, {} known differences: sift follows master where 1.10.3 \
+         rejects, fails or is undefined); {} packets ({}); {} comparisons; {} disagreements",
         nexprs,
-        DLTS.len(),
+        names.len(),
         results.len(),
         both_ok,
         both_err,
         unsupported,
         range_checks.len(),
         follows_master.len(),
+        master_only.len(),
         npackets,
         per_link.join(", "),
         comparisons,
@@ -661,6 +885,9 @@ fn run_campaign(jobs: &[Job], nexprs: usize) {
         }
         for d in &follows_master {
             println!("  follows master's semantics (compared with master's program): {d}");
+        }
+        for d in &master_only {
+            println!("  follows master (1.10.3 compiles it differently or not at all): {d}");
         }
     }
     for d in disagreements.iter().take(50) {
@@ -693,6 +920,10 @@ enum Kind {
     /// 1.10.3 compiles it; sift follows master's semantics and agrees with
     /// master's program on every packet (1.10.3 differs on this many).
     FollowsMaster(u64),
+    /// libpcap 1.10.3 rejects what master (and sift) compile, or compiles
+    /// what master (and sift) reject, on a link type where sift follows
+    /// master ([`MASTER_ONLY`]; the message, with the compat.md row).
+    MasterOnly(String),
     /// What went wrong.
     Mismatch(String),
 }
@@ -731,6 +962,16 @@ fn compare(job: &Job, packets: &[Packet]) -> Outcome {
             let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped, names: None };
             lower(&f, &opts).map_err(|e| e.message)
         });
+    if let Some(why) = master_only(job.dlt, theirs.as_ref().err(), ours.as_ref().err()) {
+        return mk(0, Kind::MasterOnly(why));
+    }
+    if let Some((_, _, why)) =
+        NOT_COMPARED.iter().find(|(dlts, e, _)| dlts.contains(&job.dlt) && *e == expr && job.sparse)
+    {
+        if theirs.is_ok() && ours.is_ok() {
+            return mk(0, Kind::MasterOnly(format!("compiled, not compared: {why}")));
+        }
+    }
     let (prog, pred) = match (theirs, ours) {
         (Err(t), Err(o)) => return mk(0, Kind::BothErr(t, o)),
         (Err(t), Ok(_)) => {
@@ -753,7 +994,8 @@ fn compare(job: &Job, packets: &[Packet]) -> Outcome {
     let mut differ = 0u64;
     let mut bad = Vec::new();
     for (pi, p) in packets.iter().enumerate() {
-        for caplen in truncations(p.data.len()) {
+        let caplens = if job.sparse { sparse_truncations(p.data.len()) } else { truncations(p.data.len()) };
+        for caplen in caplens {
             let data = &p.data[..caplen];
             let run = |prog: &Program| match prog.run(data, p.wire_len) {
                 0 => None,

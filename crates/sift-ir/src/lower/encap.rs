@@ -200,6 +200,9 @@ impl Lowerer<'_> {
 
     /// The frame is 802.2 LLC (`gen_llc_internal`).
     fn llc_internal(&self) -> Result<Pred> {
+        if let Some(r) = self.other_llc() {
+            return r;
+        }
         match self.link.kind {
             LinkKind::Ethernet => {
                 // An 802.3 length, and not NetWare's raw 802.3 (FF FF).

@@ -382,6 +382,31 @@ impl Lowerer<'_> {
         self.mcmp(Rel::LinkHdr, off, Size::Byte, v, mask)
     }
 
+    /// `llc` (`gen_llc_internal`) where libpcap 1.10.3 decides by the DLT
+    /// rather than by the link-layer kind (`None`: by the kind): SunATM
+    /// checks the LLC protocol type, RFC 1483 ATM is always LLC
+    /// (`gen_true`), and the netANALYZER pseudo-header link types, Ethernet
+    /// to everything else, have no `llc`. (After `lane`, the link is
+    /// Ethernet: 1.10.3's DLT_EN10MB.)
+    pub(crate) fn other_llc(&self) -> Option<Result<Pred>> {
+        if self.link.lane {
+            return None;
+        }
+        match self.link.kind {
+            LinkKind::Other(OtherLink::SunAtm) => Some(Ok(self.cmp_masked_hdr(SUNATM_PROTO, PT_LLC, 0x0f))),
+            LinkKind::Other(OtherLink::AtmRfc1483) => Some(Ok(Pred::True)),
+            LinkKind::Ethernet if matches!(self.opts.linktype.0, 240 | 241) => {
+                let what = if self.opts.linktype.0 == 240 {
+                    "Ethernet with Hilscher netANALYZER pseudo-header"
+                } else {
+                    "Ethernet with Hilscher netANALYZER pseudo-header and with preamble and SFD"
+                };
+                Some(self.err(format!("'llc' not supported for {what}")))
+            }
+            _ => None,
+        }
+    }
+
     /// `inbound`/`outbound` on the link types of this file that have a
     /// direction (`None`: not one of them).
     pub(crate) fn other_inbound(&self, outbound: bool) -> Option<Pred> {
