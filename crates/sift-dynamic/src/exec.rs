@@ -165,6 +165,22 @@ impl PCmp {
         }
     }
 
+    /// `test(x) || test(y)`, both evaluated, without a branch between them
+    /// where the comparison allows (for two fields already loaded).
+    #[inline(always)]
+    fn test_either(&self, x: u32, y: u32) -> bool {
+        match self {
+            PCmp::Never => false,
+            PCmp::Eq(k) => (x == *k) | (y == *k),
+            PCmp::Lanes(l) => l.contains_either(x, y),
+            PCmp::Table(t) => t.contains(x) | t.contains(y),
+            PCmp::Range(lo, hi) => (*lo <= x) & (x <= *hi) | (*lo <= y) & (y <= *hi),
+            PCmp::Gt(k) => (x > *k) | (y > *k),
+            PCmp::Ge(k) => (x >= *k) | (y >= *k),
+            PCmp::AnyBits(k) => (x | y) & *k != 0,
+        }
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             PCmp::Never => "never",
@@ -280,24 +296,9 @@ impl Op {
                     || p.load(u64::from(offs[1]), Size::Word)? & mask == *k;
                 Ok(hit != *negate)
             }
-            Op::Ports { ihl_at, offs, cmp, negate } => {
-                let h = p.ihl(*ihl_at)?;
-                let hit = cmp.test(p.load(h + u64::from(offs[0]), Size::Half)?)
-                    || cmp.test(p.load(h + u64::from(offs[1]), Size::Half)?);
-                Ok(hit != *negate)
-            }
+            Op::Ports { ihl_at, offs, cmp, negate } => ports_eval(p, *ihl_at, *offs, cmp, *negate),
             Op::Test(a) => a.eval(p),
-            Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => {
-                if p.load(u64::from(*eth_at), Size::Half)? != 0x800
-                    || p.load(u64::from(*proto_at), Size::Byte)? != *proto
-                {
-                    return Ok(false);
-                }
-                match frag_at {
-                    Some(f) => Ok(p.load(u64::from(*f), Size::Half)? & 0x1fff == 0),
-                    None => Ok(true),
-                }
-            }
+            Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at),
             Op::Either { fields, cmp, negate } => {
                 let hit = cmp.test(fields[0].read(p)?) || cmp.test(fields[1].read(p)?);
                 Ok(hit != *negate)
@@ -346,6 +347,124 @@ impl Op {
             Op::Alternatives(v) => {
                 format!("alternatives({})", v.iter().map(|c| atoms(c)).collect::<Vec<_>>().join(" | "))
             }
+        }
+    }
+}
+
+/// [`Op::Ipv4L4`].
+#[inline(always)]
+fn ipv4_l4_eval(p: &mut Pkt<'_>, eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32>) -> Result<bool, Abort> {
+    if p.load(u64::from(eth_at), Size::Half)? != 0x800 || p.load(u64::from(proto_at), Size::Byte)? != proto {
+        return Ok(false);
+    }
+    match frag_at {
+        Some(f) => Ok(p.load(u64::from(f), Size::Half)? & 0x1fff == 0),
+        None => Ok(true),
+    }
+}
+
+/// [`Op::Ports`].
+#[inline(always)]
+fn ports_eval(p: &mut Pkt<'_>, ihl_at: u32, offs: [u32; 2], cmp: &PCmp, negate: bool) -> Result<bool, Abort> {
+    let h = p.ihl(ihl_at)?;
+    let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
+    // Both fields in the captured bytes: load both, test both at once, no
+    // branch on the first one's outcome. Otherwise in order: the first may
+    // hold before the second aborts.
+    let hit = match (p.load(a, Size::Half), p.load(b, Size::Half)) {
+        (Ok(x), Ok(y)) => cmp.test_either(x, y),
+        (Ok(x), Err(Abort)) => cmp.test(x) || return Err(Abort),
+        (Err(Abort), _) => return Err(Abort),
+    };
+    Ok(hit != negate)
+}
+
+/// A whole one-pass program of a common shape, run as one straight
+/// function with no per-step dispatch (see [`Fused::new`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Fused(Plan);
+
+#[derive(Clone, Debug)]
+enum Plan {
+    /// No step: every packet matches.
+    True,
+    /// `[ipv4-l4 with the fragment test, ports with 2 to 8 values]`: `ip
+    /// and tcp port (a or b ...)`, in SIMD lanes.
+    L4PortsLanes { eth_at: u32, proto_at: u32, proto: u32, frag_at: u32, ihl_at: u32, offs: [u32; 2], lanes: U32x8, negate: bool },
+    /// `[ipv4-l4, ports]` with any comparison.
+    L4Ports { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32>, ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool },
+    /// One step.
+    One(Op),
+}
+
+impl Fused {
+    /// The fused form of the pass `steps`, when it has one.
+    pub(crate) fn new(steps: &[Step]) -> Option<Fused> {
+        let plan = match steps {
+            [] => Plan::True,
+            [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate }, .. }] => {
+                match (frag_at, cmp) {
+                    (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes {
+                        eth_at: *eth_at,
+                        proto_at: *proto_at,
+                        proto: *proto,
+                        frag_at: *frag_at,
+                        ihl_at: *ihl_at,
+                        offs: *offs,
+                        lanes: *lanes,
+                        negate: *negate,
+                    },
+                    _ => Plan::L4Ports {
+                        eth_at: *eth_at,
+                        proto_at: *proto_at,
+                        proto: *proto,
+                        frag_at: *frag_at,
+                        ihl_at: *ihl_at,
+                        offs: *offs,
+                        cmp: cmp.clone(),
+                        negate: *negate,
+                    },
+                }
+            }
+            [one] => Plan::One(one.op.clone()),
+            _ => return None,
+        };
+        Some(Fused(plan))
+    }
+
+    /// The verdict: the steps' conjunction, an abort rejecting.
+    #[inline(always)]
+    pub(crate) fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        match &self.0 {
+            Plan::True => true,
+            Plan::L4PortsLanes { eth_at, proto_at, proto, frag_at, ihl_at, offs, lanes, negate } => {
+                let p = &mut Pkt::new(data, wire_len);
+                if !matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, Some(*frag_at)), Ok(true)) {
+                    return false;
+                }
+                let Ok(h) = p.ihl(*ihl_at) else { return false };
+                let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
+                match (p.load(a, Size::Half), p.load(b, Size::Half)) {
+                    (Ok(x), Ok(y)) => lanes.contains_either(x, y) != *negate,
+                    (Ok(x), Err(Abort)) => lanes.contains(x) && !*negate,
+                    (Err(Abort), _) => false,
+                }
+            }
+            Plan::L4Ports { .. } | Plan::One(_) => self.matches_other(data, wire_len),
+        }
+    }
+
+    #[inline(never)]
+    fn matches_other(&self, data: &[u8], wire_len: u32) -> bool {
+        let p = &mut Pkt::new(data, wire_len);
+        match &self.0 {
+            Plan::L4Ports { eth_at, proto_at, proto, frag_at, ihl_at, offs, cmp, negate } => {
+                matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at), Ok(true))
+                    && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate), Ok(true))
+            }
+            Plan::One(op) => matches!(op.eval(p), Ok(true)),
+            Plan::True => true,
+            Plan::L4PortsLanes { .. } => self.matches(data, wire_len),
         }
     }
 }

@@ -68,8 +68,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use exec::{Pkt, Step};
+use exec::{Fused, Pkt, Step};
 use list::List;
+use model::Origin;
 
 pub use model::{Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet, SMALL_SET};
 pub use sift_ir::LinkType;
@@ -150,12 +151,22 @@ impl Pass {
         self.steps.iter().map(|s| s.kind()).collect()
     }
 
-    /// The pass as expression text.
+    /// The pass as expression text, for a link type whose link-layer
+    /// header starts the packet (see [`Field::to_expr`]).
     pub fn to_expr(&self) -> String {
+        self.print(Origin::default())
+    }
+
+    /// The pass as expression text on `linktype` (see [`Field::to_expr_on`]).
+    pub fn to_expr_on(&self, linktype: LinkType) -> String {
+        self.print(Origin::of(linktype))
+    }
+
+    fn print(&self, o: Origin) -> String {
         if self.instrs.is_empty() {
             return "len >= 0".to_string();
         }
-        let parts: Vec<String> = self.instrs.iter().map(|i| i.to_expr()).collect();
+        let parts: Vec<String> = self.instrs.iter().map(|i| i.print(o)).collect();
         format!("({})", parts.join(" and "))
     }
 }
@@ -177,6 +188,8 @@ pub struct Program {
     /// and a one-pass filter of up to [`HEAD`] instructions runs from here
     /// alone. `None` without passes.
     head: Option<Head>,
+    /// How the printed form addresses packet offsets (from the link type).
+    origin: Origin,
 }
 
 /// How many steps of the first pass a snapshot holds inline.
@@ -192,6 +205,9 @@ struct Head {
     more: bool,
     /// The first pass is the only one.
     single: bool,
+    /// The whole program as one fused function, when it is a single pass
+    /// of a shape [`Fused`] knows.
+    fused: Option<Fused>,
 }
 
 impl Head {
@@ -199,7 +215,9 @@ impl Head {
         let first = passes.get(0)?;
         let len = first.steps.len().min(HEAD);
         let steps = std::array::from_fn(|i| first.steps.get(i).filter(|_| i < len).cloned().unwrap_or_else(Step::always));
-        Some(Head { steps, len, more: first.steps.len() > HEAD, single: passes.len() == 1 })
+        let single = passes.len() == 1;
+        let fused = if single { Fused::new(&first.steps) } else { None };
+        Some(Head { steps, len, more: first.steps.len() > HEAD, single, fused })
     }
 }
 
@@ -207,17 +225,45 @@ impl Program {
     /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
     #[inline]
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        let mut pkt = Pkt::new(data, wire_len);
         let Some(head) = &self.head else { return false };
+        match &head.fused {
+            Some(f) => f.matches(data, wire_len),
+            None if head.single && !head.more => Self::matches_inline(head, data, wire_len),
+            None => self.matches_passes(head, data, wire_len),
+        }
+    }
+
+    /// A one-pass filter held whole in the head: a straight run of steps.
+    #[inline(never)]
+    fn matches_inline(head: &Head, data: &[u8], wire_len: u32) -> bool {
+        let mut pkt = Pkt::new(data, wire_len);
+        let Some((last, init)) = head.steps[..head.len].split_last() else { return true };
+        for step in init {
+            if !matches!(step.eval(&mut pkt), Ok(true)) {
+                return false;
+            }
+        }
+        matches!(last.eval(&mut pkt), Ok(true))
+    }
+
+    /// Every pass in order, with hierarchical execution: a step marked
+    /// copied is known to hold when the previous pass got past its position,
+    /// and known to fail when the previous pass failed right there (the same
+    /// instruction on the same packet, which did not abort); either way it is
+    /// not evaluated again.
+    #[inline(never)]
+    fn matches_passes(&self, head: &Head, data: &[u8], wire_len: u32) -> bool {
+        let mut pkt = Pkt::new(data, wire_len);
         // The first pass's first steps, from the inline copies.
         let mut head_held = true;
-        let mut prev_held = head.len;
+        // Where the previous pass failed (every earlier step held).
+        let mut prev_failed = head.len;
         for (i, step) in head.steps.iter().take(head.len).enumerate() {
             match step.eval(&mut pkt) {
                 Ok(true) => {}
                 Ok(false) => {
                     head_held = false;
-                    prev_held = i;
+                    prev_failed = i;
                     break;
                 }
                 Err(Abort) => return false,
@@ -241,13 +287,17 @@ impl Program {
                     start = head.len;
                 }
                 for (i, step) in pass.steps.iter().enumerate().skip(start) {
-                    if step.copied && i < prev_held {
+                    if step.copied && i <= prev_failed {
+                        if i == prev_failed {
+                            // Failed in the previous pass: fails here too.
+                            continue 'pass;
+                        }
                         continue;
                     }
                     match step.eval(&mut pkt) {
                         Ok(true) => {}
                         Ok(false) => {
-                            prev_held = i;
+                            prev_failed = i;
                             continue 'pass;
                         }
                         Err(Abort) => return false,
@@ -270,7 +320,7 @@ impl Program {
         if self.passes.len() == 0 {
             return "len < 0".to_string();
         }
-        let parts: Vec<String> = self.passes.iter().map(|p| p.to_expr()).collect();
+        let parts: Vec<String> = self.passes.iter().map(|p| p.print(self.origin)).collect();
         parts.join(" or ")
     }
 }
@@ -283,7 +333,7 @@ impl fmt::Display for Program {
             writeln!(f, "pass {n}:")?;
             for (i, (ins, c)) in pass.instrs().zip(pass.copied()).enumerate() {
                 let run = pass.steps.get(i).map(|s| s.kind()).unwrap_or_default();
-                writeln!(f, "  {i}{} {:<12} [{run}] {}", if *c { "*" } else { " " }, ins.kind(), ins.to_expr())?;
+                writeln!(f, "  {i}{} {:<12} [{run}] {}", if *c { "*" } else { " " }, ins.kind(), ins.print(self.origin))?;
             }
         }
         Ok(())
@@ -350,7 +400,7 @@ pub struct DynamicFilter {
 impl DynamicFilter {
     /// An empty filter (no pass: rejects everything).
     pub fn new(linktype: LinkType) -> DynamicFilter {
-        let current = Arc::new(Program::default());
+        let current = Arc::new(Program { origin: Origin::of(linktype), ..Program::default() });
         DynamicFilter { linktype, shared: Arc::new(ArcSwap::new(current.clone())), current }
     }
 
@@ -428,7 +478,7 @@ impl DynamicFilter {
 
     fn publish(&mut self, passes: List<Pass>) {
         let head = Head::new(&passes);
-        let p = Arc::new(Program { passes, head });
+        let p = Arc::new(Program { passes, head, origin: Origin::of(self.linktype) });
         self.shared.store(p.clone());
         self.current = p;
     }
@@ -690,6 +740,74 @@ mod tests {
         assert_eq!(g.pass(0).unwrap().exec_kinds(), ["ipv4-l4", "ports/hash"]);
         assert!(g.matches(&tcp4(1, 1199, 54), 54) && g.matches(&tcp4(22, 7, 54), 54));
         assert!(!g.matches(&tcp4(1, 1200, 54), 54));
+    }
+
+    /// Every cut of `tcp4(sport, dport)` and variants, against the interpreter.
+    fn agrees_on_cuts(f: &DynamicFilter, expr: &str) {
+        let s = sift::Filter::with_engine(expr, &sift::CompileOptions::default(), sift::Engine::Interp).unwrap();
+        for (sport, dport) in [(21, 1), (1, 21), (22, 80), (80, 22), (1, 2), (443, 25), (50_000, 443)] {
+            for ihl in [5u8, 6] {
+                let mut p = tcp4(sport, dport, 54);
+                if ihl == 6 {
+                    p.splice(34..34, [0u8; 4]);
+                    p[14] = 0x46;
+                }
+                for frag in [0u8, 1] {
+                    p[21] = frag;
+                    for cut in 0..=p.len() {
+                        let q = &p[..cut];
+                        assert_eq!(f.matches(q, 54), s.matches(q, 54), "{expr}: {sport}->{dport} ihl {ihl} frag {frag} cut {cut}");
+                        assert_eq!(f.handle().reader().matches(q, 54), s.matches(q, 54));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fused_one_pass_programs_keep_loads_and_verdicts() {
+        for expr in ["ip and not tcp port 22", "ip and tcp port 21", "ip and tcp src port 80", "ip and tcp portrange 20-23", "ip", ""] {
+            let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+            agrees_on_cuts(&f, expr);
+        }
+        // Merged port sets: against the filter's own printed form (see
+        // `merged_port_sets_abort_like_the_original` for the original's).
+        let f = DynamicFilter::from_expr("ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", LinkType::EN10MB).unwrap();
+        assert_eq!(f.pass(0).unwrap().exec_kinds().len(), 2);
+        agrees_on_cuts(&f, &f.to_expr());
+    }
+
+    #[test]
+    fn copied_steps_known_false_are_skipped_with_the_same_verdicts() {
+        // Passes sharing their first instructions: a pass that fails at a
+        // copied position makes the next fail there too, unevaluated.
+        let expr = "(host 10.0.0.1 and tcp port 21) or (host 10.0.0.2 and tcp port 80)";
+        let mut f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+        agrees_on_cuts(&f, expr);
+        let d = f.duplicate_pass(1).unwrap();
+        let last = f.pass(d).unwrap().instrs().len() - 1;
+        f.poke(d, last, 22).unwrap();
+        assert!(f.pass(d).unwrap().copied()[0]);
+        let printed = f.to_expr();
+        agrees_on_cuts(&f, &printed);
+        f.add_value(d, last, 80).unwrap();
+        let printed = f.to_expr();
+        agrees_on_cuts(&f, &printed);
+    }
+
+    /// Known bug (pre-existing, found while testing the fused path): passes
+    /// `(src = a or dst = a) or (src = b or dst = b)` merge into one
+    /// `src-or-dst in {a, b}` instruction, which accepts a packet whose
+    /// source port is `b` and whose destination port is cut off, where the
+    /// original expression (and libpcap) loads the destination port for `a`
+    /// first and rejects. The merged instruction must abort on a missing
+    /// second field unless the first field is in the first pass's set.
+    #[test]
+    #[ignore = "bug: merged src-or-dst sets skip the original's abort on a cut destination port"]
+    fn merged_port_sets_abort_like_the_original() {
+        let expr = "tcp port (21 or 22)";
+        let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+        agrees_on_cuts(&f, expr);
     }
 
     #[test]

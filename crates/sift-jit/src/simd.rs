@@ -69,6 +69,30 @@ impl U32x8 {
             self.vals.iter().fold(false, |acc, &v| acc | (v == x))
         }
     }
+
+    /// Is `x` or `y` one of the values? Both are tested, with no branch
+    /// (four lane-wise compares, one mask extraction): for a field pair
+    /// such as source and destination port.
+    #[inline(always)]
+    pub fn contains_either(&self, x: u32, y: u32) -> bool {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            use std::arch::x86_64::{_mm_cmpeq_epi32, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi32};
+            // SAFETY: these intrinsics need SSE2, enabled for this build
+            // (the cfg above); they take registers and values, no pointer.
+            #[allow(unsafe_code)]
+            unsafe {
+                let (bx, by) = (_mm_set1_epi32(x as i32), _mm_set1_epi32(y as i32));
+                let ex = _mm_or_si128(_mm_cmpeq_epi32(self.regs[0], bx), _mm_cmpeq_epi32(self.regs[1], bx));
+                let ey = _mm_or_si128(_mm_cmpeq_epi32(self.regs[0], by), _mm_cmpeq_epi32(self.regs[1], by));
+                _mm_movemask_epi8(_mm_or_si128(ex, ey)) != 0
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        {
+            self.vals.iter().fold(false, |acc, &v| acc | (v == x) | (v == y))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -86,6 +110,11 @@ mod tests {
             }
             for probe in [0u32, 1, u32::MAX, 0xdeae, 0x8000_0000] {
                 assert_eq!(l.contains(probe), vals.contains(&probe), "{probe:#x} in {vals:x?}");
+                for &other in vals.iter().chain(&[2u32, 0xdeae]) {
+                    let want = vals.contains(&probe) || vals.contains(&other);
+                    assert_eq!(l.contains_either(probe, other), want, "{probe:#x}/{other:#x} in {vals:x?}");
+                    assert_eq!(l.contains_either(other, probe), want, "{other:#x}/{probe:#x} in {vals:x?}");
+                }
             }
         }
         #[cfg(target_arch = "x86_64")]
