@@ -9,6 +9,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use sift_ir::LinkType;
+
 pub use sift_ir::Size;
 
 /// Evaluation aborted: a load was out of bounds; the packet is rejected.
@@ -139,33 +141,94 @@ impl Field {
         })
     }
 
-    /// The field as pcap-filter expression text (`link[...]`, `len`).
+    /// The field as pcap-filter expression text (`link[...]`, `len`), for a
+    /// link type whose link-layer header starts the packet (`link[k]` is
+    /// byte `k`); see [`Field::to_expr_on`] for the others.
     pub fn to_expr(&self) -> String {
+        self.print(Origin::default())
+    }
+
+    /// The field as expression text for `linktype`: the instruction's
+    /// offsets count from the start of the packet, and the text addresses
+    /// them as `link[k - h]` where the link-layer header starts at a fixed
+    /// `h` (4 on DLT_NETANALYZER, 12 on DLT_NETANALYZER_TRANSPARENT), as
+    /// `radio[k]` where a radio header of variable length comes first
+    /// (radiotap, AVS, Prism). An offset before `h` (only an instruction
+    /// made by hand can hold one) has no such text: it is printed as
+    /// `link[k]`, not equivalent. On DLT_PPI (a variable header without
+    /// `radio`) absolute offsets have no text either.
+    pub fn to_expr_on(&self, linktype: LinkType) -> String {
+        self.print(Origin::of(linktype))
+    }
+
+    pub(crate) fn print(&self, o: Origin) -> String {
         let base = match self.source {
             Source::Len => "len".to_string(),
             Source::Load { size, addr } => {
-                let at = match addr {
-                    Addr::Direct(k) => format!("{k}"),
-                    Addr::Ipv4Payload { ihl_at, offset } => format!("((link[{ihl_at}] & 0xf) << 2) + {offset}"),
-                    Addr::Layered { ihl_at, len_at, len_mask, len_shr, len_shl, offset } => {
-                        let h = match ihl_at {
-                            Some(a) => format!("((link[{a}] & 0xf) << 2) + "),
-                            None => String::new(),
-                        };
-                        format!(
-                            "(((link[{h}{len_at}] & {len_mask:#x}) >> {}) << {}) + {h}{offset}",
-                            len_shr & 31,
-                            len_shl & 31
-                        )
+                let (acc, k) = o.at(match addr {
+                    Addr::Direct(k) => k,
+                    Addr::Ipv4Payload { offset, .. } | Addr::Layered { offset, .. } => offset,
+                });
+                let h = match addr {
+                    Addr::Ipv4Payload { ihl_at, .. } | Addr::Layered { ihl_at: Some(ihl_at), .. } => {
+                        format!("(({} & 0xf) << 2) + ", o.byte(ihl_at))
                     }
+                    _ => String::new(),
                 };
-                format!("link[{at} : {}]", size.bytes())
+                let at = match addr {
+                    Addr::Layered { len_at, len_mask, len_shr, len_shl, .. } => {
+                        let (lacc, l) = o.at(len_at);
+                        format!("((({lacc}[{h}{l}] & {len_mask:#x}) >> {}) << {}) + {h}{k}", len_shr & 31, len_shl & 31)
+                    }
+                    _ => format!("{h}{k}"),
+                };
+                format!("{acc}[{at} : {}]", size.bytes())
             }
         };
         match self.mask {
             Some(m) => format!("({base} & {m:#x})"),
             None => base,
         }
+    }
+}
+
+/// How printed expressions address an absolute packet offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Origin {
+    /// `link[k - h]`: the link-layer header starts at byte `h`.
+    Link(u32),
+    /// `link[k]`.
+    #[default]
+    Start,
+    /// `radio[k]`: the packet starts with a radio header.
+    Radio,
+}
+
+impl Origin {
+    /// Where `link[]` starts on `linktype`.
+    pub(crate) fn of(linktype: LinkType) -> Origin {
+        match linktype.to_linktype() {
+            240 => Origin::Link(4),
+            241 => Origin::Link(12),
+            // Radiotap, AVS, Prism: `radio[k]` is byte k.
+            127 | 163 | 119 => Origin::Radio,
+            _ => Origin::Start,
+        }
+    }
+
+    /// The accessor and index for absolute offset `k`.
+    fn at(self, k: u32) -> (&'static str, u32) {
+        match self {
+            Origin::Link(h) if k >= h => ("link", k - h),
+            Origin::Link(_) | Origin::Start => ("link", k),
+            Origin::Radio => ("radio", k),
+        }
+    }
+
+    /// The byte at absolute offset `k` as text.
+    fn byte(self, k: u32) -> String {
+        let (acc, i) = self.at(k);
+        format!("{acc}[{i}]")
     }
 }
 
@@ -520,8 +583,8 @@ impl Atom {
         Ok(self.cmp.test(self.field.read(data, wire_len)?) != self.negate)
     }
 
-    fn to_expr(&self) -> String {
-        let t = self.cmp.to_expr(&self.field.to_expr());
+    fn print(&self, o: Origin) -> String {
+        let t = self.cmp.to_expr(&self.field.print(o));
         if self.negate {
             format!("not {t}")
         } else {
@@ -619,12 +682,23 @@ impl Instr {
         }
     }
 
-    /// Equivalent pcap-filter expression text (same loads, same order).
+    /// Equivalent pcap-filter expression text (same loads, same order), for
+    /// a link type whose link-layer header starts the packet (see
+    /// [`Field::to_expr`]).
     pub fn to_expr(&self) -> String {
+        self.print(Origin::default())
+    }
+
+    /// Equivalent expression text on `linktype` (see [`Field::to_expr_on`]).
+    pub fn to_expr_on(&self, linktype: LinkType) -> String {
+        self.print(Origin::of(linktype))
+    }
+
+    pub(crate) fn print(&self, o: Origin) -> String {
         match self {
-            Instr::Test(a) => a.to_expr(),
+            Instr::Test(a) => a.print(o),
             Instr::Either { fields, cmp, negate } => {
-                let t = format!("({} or {})", cmp.to_expr(&fields[0].to_expr()), cmp.to_expr(&fields[1].to_expr()));
+                let t = format!("({} or {})", cmp.to_expr(&fields[0].print(o)), cmp.to_expr(&fields[1].print(o)));
                 if *negate {
                     format!("not {t}")
                 } else {
@@ -636,7 +710,7 @@ impl Instr {
                     return "len < 0".to_string();
                 }
                 let parts: Vec<String> =
-                    alts.iter().map(|c| Instr::All(c.clone()).to_expr()).collect();
+                    alts.iter().map(|c| Instr::All(c.clone()).print(o)).collect();
                 format!("({})", parts.join(" or "))
             }
             Instr::All(atoms) | Instr::Any(atoms) => {
@@ -649,7 +723,7 @@ impl Instr {
                     if i > 0 {
                         s.push_str(sep);
                     }
-                    let _ = write!(s, "{}", a.to_expr());
+                    let _ = write!(s, "{}", a.print(o));
                 }
                 s.push(')');
                 s

@@ -90,14 +90,13 @@ fn fuzz_entry_on_random_bytes() {
     }
 }
 
-/// `DynamicFilter::to_expr` prints absolute packet offsets as `link[k]`,
+/// `DynamicFilter::to_expr` printed absolute packet offsets as `link[k]`,
 /// but on DLT_NETANALYZER `link[k]` is byte 4 + k (the pseudo-header comes
 /// first; 12 + k on DLT_NETANALYZER_TRANSPARENT), so the printed form of
-/// `arp` (`link[16 : 2] = 0x806`) tests the wrong bytes. Found by
-/// `corpus_and_mutants_with_updates`; the general checks skip these link
-/// types (`dynamic::PRINTED_FORM_WRONG`) until the printer is fixed.
+/// `arp` (`link[16 : 2] = 0x806`) tested the wrong bytes (found by
+/// `corpus_and_mutants_with_updates`). It now prints `link[k - h]` there,
+/// and `radio[k]` after a radio header.
 #[test]
-#[ignore = "bug: sift-dynamic to_expr prints absolute offsets as link[] on NETANALYZER; see doc comment"]
 fn printed_form_on_netanalyzer() {
     for (lt, hdr) in [(240u32, 4usize), (241, 12)] {
         let lt = LinkType::from_linktype(lt);
@@ -108,5 +107,22 @@ fn printed_form_on_netanalyzer() {
         let printed = f.to_expr();
         let again = sift_dynamic::DynamicFilter::from_expr(&printed, lt).expect("the printed form translates");
         assert!(again.matches(&packet, 64), "printed form {printed:?} of arp on {lt:?} does not match an ARP packet");
+        assert!(printed.contains("link[12 : 2] = 0x806"), "{printed}");
     }
+}
+
+/// After a radio header of variable length (radiotap, AVS, Prism) the
+/// printed form addresses absolute offsets with `radio[k]`.
+#[test]
+fn printed_form_after_a_radio_header() {
+    let lt = LinkType::from_linktype(127);
+    let f = sift_dynamic::DynamicFilter::from_expr("radio[2:2] = 0x1234 and len > 40", lt).expect("translates");
+    let printed = f.to_expr();
+    assert!(printed.contains("radio[2 : 2]"), "{printed}");
+    let again = sift_dynamic::DynamicFilter::from_expr(&printed, lt).expect("the printed form translates");
+    let mut packet = vec![0u8; 64];
+    packet[2..4].copy_from_slice(&[0x12, 0x34]);
+    assert!(f.matches(&packet, 64) && again.matches(&packet, 64));
+    packet[3] = 0;
+    assert!(!f.matches(&packet, 64) && !again.matches(&packet, 64));
 }
