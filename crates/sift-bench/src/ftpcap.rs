@@ -16,6 +16,12 @@
 //!   227 reply is handed to an updater thread, which updates (or
 //!   recompiles) and publishes while the filtering thread keeps going, as
 //!   with a capture whose filter runs apart from the tool that changes it.
+//!   The hand-off (every strategy alike): the updater sleeps on a channel
+//!   and asks the kernel for a short time slice ([`request_short_slice`]),
+//!   and after a request the filtering thread yields its CPU until the
+//!   update is published, at most [`HANDOFF_NS`] (`--handoff-us`); on a
+//!   loaded machine the woken updater otherwise often waits milliseconds
+//!   for a time slice.
 //!   Requests that queue up while a recompile runs share one recompile. The
 //!   delay from the request to the publication is measured for real, and a
 //!   connection misses its packets that arrive (by the trace) before its
@@ -53,7 +59,55 @@ usage: cargo run --release -p sift-bench --example ftpcap -- [TRACE] [options]
   --background-pps N    background rate of the generated trace (default 500000)
   --seed S              seed of the generated trace (default 1)
   --repeat N            run every strategy × mode N times, in turn (default 1)
+  --handoff-us N        threaded: the filtering thread yields its CPU to the updater after a
+                        request until the update is published, at most N µs (default 1000;
+                        0: no hand-off, and the updater keeps the default time slice)
   --json                JSON lines on stdout (one per run); table on stderr";
+
+/// Threaded mode: how long at most the filtering thread yields its CPU to
+/// the updater after a request (until the update is published).
+pub const HANDOFF_NS: u64 = 1_000_000;
+
+/// Threaded mode: the scheduling slice the updater thread asks for
+/// (the kernel's minimum).
+pub const UPDATER_SLICE_NS: u64 = 100_000;
+
+/// Asks the kernel (Linux 6.12 or later, EEVDF) for a short time slice for
+/// the calling thread: `sched_setattr` with policy `SCHED_OTHER`, the
+/// thread's nice value unchanged and `sched_runtime = ns`. A thread with a
+/// shorter slice than the running one preempts it when it wakes up, instead
+/// of waiting for that thread's slice to end (milliseconds on a loaded
+/// machine): what a latency-sensitive thread that sleeps most of the time
+/// should ask for. No privilege is needed. False where unsupported.
+#[allow(unsafe_code)]
+pub fn request_short_slice(ns: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` and `getpriority` take no pointer. (A failing
+        // `getpriority` gives -1, and then `sched_setattr` fails.)
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+        let attr = libc::sched_attr {
+            size: std::mem::size_of::<libc::sched_attr>() as u32,
+            sched_policy: libc::SCHED_OTHER as u32,
+            sched_flags: 0,
+            sched_nice: nice,
+            sched_priority: 0,
+            sched_runtime: ns,
+            sched_deadline: 0,
+            sched_period: 0,
+        };
+        // SAFETY: `sched_setattr(0, attr, 0)` reads `size` bytes of `attr`,
+        // a live, initialized `sched_attr` of that size, for the calling
+        // thread; it writes nothing.
+        let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const libc::sched_attr, 0u32) };
+        r == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = ns;
+        false
+    }
+}
 
 /// The strategies.
 pub const STRATEGIES: &[&str] = &["dynamic", "sift-recompile", "libpcap-recompile"];
@@ -513,6 +567,18 @@ pub fn run(
     strategy: &str,
     mode: Mode,
 ) -> Result<Option<FtpcapResult>, String> {
+    run_with(packets, truth, strategy, mode, std::time::Duration::from_nanos(HANDOFF_NS))
+}
+
+/// [`run`] with the threaded mode's hand-off bound (zero: no hand-off, and
+/// the updater keeps the default time slice).
+pub fn run_with(
+    packets: &[Packet],
+    truth: &GroundTruth,
+    strategy: &str,
+    mode: Mode,
+    handoff: std::time::Duration,
+) -> Result<Option<FtpcapResult>, String> {
     let Some((mut writer, mut side)) = setup(strategy)? else {
         return Ok(None);
     };
@@ -621,32 +687,47 @@ pub fn run(
         }
         Mode::Threaded => {
             let (tx, rx) = mpsc::channel::<(FtpConnKey, Instant)>();
+            // Requests published so far (the updater counts them after each
+            // publication), for the filtering thread's hand-off.
+            let published = AtomicU64::new(0);
+            let handoff_ns = handoff.as_nanos() as u64;
             let result = std::thread::scope(|s| {
+                let published = &published;
                 let updater = s.spawn(move || -> Result<UpdaterLog, String> {
-                    let (mut upd, mut vis) = (Vec::new(), Vec::new());
-                    loop {
-                        // A blocking receive: on a busy machine a waking
-                        // thread is scheduled sooner than a spinning one
-                        // gets its next time slice.
-                        match rx.recv().map_err(|_| mpsc::TryRecvError::Disconnected) {
-                            Ok(first) => {
-                                let mut batch = vec![first];
-                                while let Ok(more) = rx.try_recv() {
-                                    batch.push(more);
-                                }
-                                let keys: Vec<FtpConnKey> = batch.iter().map(|b| b.0).collect();
-                                upd.push(writer.apply(&keys)?);
-                                let now = Instant::now();
-                                vis.extend(
-                                    batch.iter().map(|b| (b.0, (now - b.1).as_nanos() as u64)),
-                                );
-                            }
-                            Err(_) => return Ok((upd, vis)),
-                        }
+                    if !handoff.is_zero() {
+                        request_short_slice(UPDATER_SLICE_NS);
                     }
+                    let (mut upd, mut vis) = (Vec::new(), Vec::new());
+                    // A blocking receive: the filtering thread hands its CPU
+                    // over after a request (below), so the woken updater
+                    // need not wait for a time slice.
+                    while let Ok(first) = rx.recv() {
+                        let mut batch = vec![first];
+                        while let Ok(more) = rx.try_recv() {
+                            batch.push(more);
+                        }
+                        let keys: Vec<FtpConnKey> = batch.iter().map(|b| b.0).collect();
+                        upd.push(writer.apply(&keys)?);
+                        let now = Instant::now();
+                        published.fetch_add(batch.len() as u64, Ordering::Release);
+                        vis.extend(batch.iter().map(|b| (b.0, (now - b.1).as_nanos() as u64)));
+                    }
+                    Ok((upd, vis))
                 });
+                let mut sent = 0u64;
                 replay(&mut rep, &mut side, true, &mut |_| {}, &mut |k, _| {
-                    let _ = tx.send((k, Instant::now()));
+                    let t = Instant::now();
+                    let _ = tx.send((k, t));
+                    sent += 1;
+                    // The hand-off: yield the CPU until the updater has
+                    // published (at most `handoff_ns`). On a loaded machine a
+                    // woken thread otherwise often waits milliseconds for a
+                    // time slice while this thread spins on the trace clock;
+                    // yielding lets the scheduler run it at once. The
+                    // filtering thread falls behind meanwhile (max lag).
+                    while published.load(Ordering::Acquire) < sent && (t.elapsed().as_nanos() as u64) < handoff_ns {
+                        std::thread::yield_now();
+                    }
                 });
                 drop(tx);
                 updater
@@ -723,6 +804,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
     let mut gen = FtpOptions::default();
     let mut json = false;
     let mut repeat = 1usize;
+    let mut handoff = std::time::Duration::from_nanos(HANDOFF_NS);
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -748,6 +830,9 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
             "--seed" => gen.seed = val()?.parse().map_err(|_| "bad --seed")?,
             "--json" => json = true,
             "--repeat" => repeat = val()?.parse().map_err(|_| "bad --repeat")?,
+            "--handoff-us" => {
+                handoff = std::time::Duration::from_micros(val()?.parse().map_err(|_| "bad --handoff-us")?)
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             _ if a.starts_with('-') => return Err(format!("unknown option {a}\n{USAGE}")),
             _ if trace.is_none() => trace = Some(a.to_string()),
@@ -798,7 +883,7 @@ pub fn main_with_args(args: &[String]) -> Result<(), String> {
         .flat_map(|m| std::iter::repeat_n(m, repeat.max(1)))
     {
         for s in &strategies {
-            match run(&packets, &truth, s, *m)? {
+            match run_with(&packets, &truth, s, *m, handoff)? {
                 Some(r) => {
                     let _ = writeln!(table, "{}", table_row(&r));
                     if json {
