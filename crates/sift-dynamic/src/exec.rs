@@ -246,6 +246,12 @@ enum Op {
     Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
     All(Box<[PAtom]>),
     Any(Box<[PAtom]>),
+    /// Alternatives whose conjunctions all start with `key == k` on the same
+    /// field (`host X`: ethertype 0x800 and src, 0x800 and dst, 0x806 and
+    /// ..., 0x8035 and ...): the key is loaded once (every conjunction would
+    /// load the same bytes first, with the same outcome), and a conjunction
+    /// whose `k` differs fails with no load.
+    Keyed { key: PField, arms: Box<[(u32, Box<[PAtom]>)]> },
     Alternatives(Box<[Box<[PAtom]>]>),
 }
 
@@ -279,9 +285,8 @@ impl Op {
             }
             Instr::All(atoms) => ipv4_l4(atoms).unwrap_or_else(|| Op::All(atoms.iter().map(PAtom::new).collect())),
             Instr::Any(atoms) => Op::Any(atoms.iter().map(PAtom::new).collect()),
-            Instr::Alternatives(alts) => {
-                Op::Alternatives(alts.iter().map(|c| c.iter().map(PAtom::new).collect()).collect())
-            }
+            Instr::Alternatives(alts) => keyed(alts)
+                .unwrap_or_else(|| Op::Alternatives(alts.iter().map(|c| c.iter().map(PAtom::new).collect()).collect())),
         }
     }
 
@@ -319,6 +324,21 @@ impl Op {
                 }
                 Ok(false)
             }
+            Op::Keyed { key, arms } => {
+                let v = key.read(p)?;
+                'arm: for (k, rest) in arms.iter() {
+                    if v != *k {
+                        continue;
+                    }
+                    for a in rest.iter() {
+                        if !a.eval(p)? {
+                            continue 'arm;
+                        }
+                    }
+                    return Ok(true);
+                }
+                Ok(false)
+            }
             Op::Alternatives(alts) => {
                 'alt: for conj in alts.iter() {
                     for a in conj.iter() {
@@ -344,11 +364,33 @@ impl Op {
             Op::Ipv4L4 { .. } => "ipv4-l4".to_string(),
             Op::All(v) => format!("all({})", atoms(v)),
             Op::Any(v) => format!("any({})", atoms(v)),
+            Op::Keyed { arms, .. } => {
+                format!("keyed({})", arms.iter().map(|(_, c)| atoms(c)).collect::<Vec<_>>().join(" | "))
+            }
             Op::Alternatives(v) => {
                 format!("alternatives({})", v.iter().map(|c| atoms(c)).collect::<Vec<_>>().join(" | "))
             }
         }
     }
+}
+
+/// [`Op::Keyed`], when every conjunction of `alts` starts with an
+/// un-negated single-value equality on the same field.
+fn keyed(alts: &[Vec<Atom>]) -> Option<Op> {
+    let first = alts.first()?.first()?;
+    let mut arms = Vec::with_capacity(alts.len());
+    for conj in alts {
+        let (head, rest) = conj.split_first()?;
+        if head.field != first.field || head.negate {
+            return None;
+        }
+        let k = match &head.cmp {
+            Cmp::In(ValueSet::Small(v)) if v.len() == 1 => v[0],
+            _ => return None,
+        };
+        arms.push((k, rest.iter().map(PAtom::new).collect()));
+    }
+    Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into_boxed_slice() })
 }
 
 /// [`Op::Ipv4L4`].

@@ -783,6 +783,8 @@ mod tests {
         // copied position makes the next fail there too, unevaluated.
         let expr = "(host 10.0.0.1 and tcp port 21) or (host 10.0.0.2 and tcp port 80)";
         let mut f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+        // `host` (ip src, ip dst, arp, rarp alternatives) loads the ethertype once.
+        assert!(f.pass(1).unwrap().exec_kinds()[0].starts_with("keyed("), "{}", f.program());
         agrees_on_cuts(&f, expr);
         let d = f.duplicate_pass(1).unwrap();
         let last = f.pass(d).unwrap().instrs().len() - 1;
