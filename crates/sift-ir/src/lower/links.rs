@@ -699,8 +699,13 @@ impl Lowerer<'_> {
         Pred::test(Value::load(Size::Byte, 0), CmpOp::Ge, Value::Const(0)).and(body)
     }
 
-    /// `p`, after the LANE check when the link layer is LANE Ethernet.
+    /// `p`, after the LANE check when the link layer is LANE Ethernet
+    /// (after a tunnel: the check that there is an inner Ethernet header,
+    /// `tunnel.rs`).
     pub(crate) fn after_lane_check(&self, p: Pred) -> Pred {
+        if let Some(c) = self.encap_ll_check() {
+            return c.and(p);
+        }
         match self.lane_check() {
             Some(c) => c.and(p),
             None => p,

@@ -168,6 +168,8 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
         var_case,
         tunnels: Vec::new(),
         tunnel_used: Cell::new(false),
+        tunnel_state: Vec::new(),
+        exits: (Vec::new(), Vec::new()),
     };
     let mut cx = new_lowerer(wlan::VarCase::default());
     let body = cx.expr(expr)?;
@@ -209,6 +211,11 @@ pub(crate) struct Lowerer<'a> {
     pub(crate) tunnels: Vec<tunnel::Tunnel>,
     /// A load used a tunnel's offsets (`tunnel.rs`).
     pub(crate) tunnel_used: Cell<bool>,
+    /// Whether each tunnel's offsets block ran, at the point being lowered.
+    pub(crate) tunnel_state: tunnel::TunnelStates,
+    /// The tunnel states where the expression just lowered exits true and
+    /// false.
+    exits: (tunnel::TunnelStates, tunnel::TunnelStates),
 }
 
 /// The direction qualifier as the generators see it (`None` in the AST is
@@ -371,11 +378,30 @@ impl<'a> Lowerer<'a> {
             }
         }
         let mut acc = self.operand(first)?;
+        // The tunnel states where `acc` exits true and false.
+        let (mut on_true, mut on_false) = std::mem::take(&mut self.exits);
         // Nesting depth of `acc` created by alternating operators.
         let mut nest = 0usize;
         let mut last: Option<Conn> = None;
         for (conn, r) in rights.into_iter().rev() {
+            // The right operand runs where the left one exits true (`and`)
+            // or false (`or`).
+            self.tunnel_state = match conn {
+                Conn::And => on_true.clone(),
+                Conn::Or => on_false.clone(),
+            };
             let rhs = self.operand(r)?;
+            let (t, f) = std::mem::take(&mut self.exits);
+            match conn {
+                Conn::And => {
+                    on_false = tunnel::join(&on_false, &f);
+                    on_true = t;
+                }
+                Conn::Or => {
+                    on_true = tunnel::join(&on_true, &t);
+                    on_false = f;
+                }
+            }
             if last.is_some_and(|l| l != conn) {
                 nest += 1;
                 if nest + self.depth > MAX_DEPTH {
@@ -391,6 +417,7 @@ impl<'a> Lowerer<'a> {
                 Conn::Or => acc.or(rhs),
             };
         }
+        self.exits = (on_true, on_false);
         Ok(acc)
     }
 
@@ -400,7 +427,17 @@ impl<'a> Lowerer<'a> {
         match e {
             Expr::Prim(p, span) => {
                 self.span = *span;
-                self.primitive(p)
+                let entry = self.tunnel_state.clone();
+                let before = self.tunnels.len();
+                let pred = self.primitive(p)?;
+                // A tunnel's block ran where its test held.
+                self.exits = if self.tunnels.len() > before {
+                    let t = self.tunnels.len() - 1;
+                    (tunnel::with(&entry, t, tunnel::Known::Ran), tunnel::with(&entry, t, tunnel::Known::NotRan))
+                } else {
+                    (entry.clone(), entry)
+                };
+                Ok(pred)
             }
             Expr::Not(inner, span) => {
                 // `not not not x`: count, then lower x once.
@@ -422,6 +459,10 @@ impl<'a> Lowerer<'a> {
                 }
                 for _ in 0..n {
                     p = p.not();
+                }
+                if n % 2 == 1 {
+                    let (t, f) = std::mem::take(&mut self.exits);
+                    self.exits = (f, t);
                 }
                 Ok(p)
             }

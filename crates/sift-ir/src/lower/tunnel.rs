@@ -48,17 +48,21 @@
 //! v4 ? P{g = ipv4 header end + 8} : v6 ? P{g = ipv6 header end + 8} : P{offsets 0}
 //! ```
 //!
-//! Evaluated again, the tests perform the same loads with the same outcome
-//! as when the tunnel primitive ran, so when the tunnel primitive runs on
-//! every path to the later primitive (`geneve and ip`, `geneve or ip`),
-//! sift's verdicts are master's exactly and nothing aborts that would not.
-//! When it may not have run (`(udp port 53 or geneve) and ip`), sift
-//! evaluates the tunnel's tests there anyway: master reads zeroes, sift
-//! uses the tunnel's offsets if the packet passes the tunnel's test (see
-//! docs/compat.md). Nested tunnels (`geneve and geneve and ip`) multiply
-//! the cases (the inner tunnel's header is found through the outer one's
-//! offsets). The Geneve protocol type (transparent Ethernet bridging or
-//! not) is selected arithmetically, not by a case.
+//! The boolean structure often says which case holds: after `geneve and`
+//! the block ran (only the IPv4/IPv6 selection remains), after `geneve or`
+//! it did not (offsets 0, no test at all). `Lowerer::expr` tracks this per
+//! tunnel ([`Known`]) from the operands' true and false exits. Where it
+//! cannot tell, the tunnel's tests are evaluated again: they perform the
+//! same loads with the same outcome as when the tunnel primitive ran, so
+//! when it ran on every path to the later primitive sift's verdicts are
+//! master's exactly and nothing aborts that would not. When it may not have
+//! run on some path (`(udp port 53 or geneve) and ip`), sift evaluates the
+//! tunnel's tests there anyway: master reads zeroes, sift uses the tunnel's
+//! offsets if the packet passes the tunnel's test (see docs/compat.md).
+//! Nested tunnels (`geneve and geneve and ip`) multiply the cases (the
+//! inner tunnel's header is found through the outer one's offsets). The
+//! Geneve protocol type (transparent Ethernet bridging or not) is selected
+//! arithmetically, not by a case.
 
 use super::link::{LinkKind, LinkLayer, Rel, VarPart};
 use super::{Lowerer, Result};
@@ -106,6 +110,48 @@ pub(crate) enum TunnelCase {
         /// The IPv6 branch.
         v6: bool,
     },
+}
+
+/// What is known, at a point of the expression, about whether a tunnel's
+/// offsets block ran (libpcap: whether its registers were written), from
+/// the boolean structure: after `geneve and`, it did; after `geneve or`,
+/// it did not; after `(geneve or udp) and`, either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// On every path to this point.
+    Ran,
+    /// On no path to this point.
+    NotRan,
+    /// On some paths.
+    Either,
+}
+
+/// The state of each tunnel (by index; missing entries: not run yet).
+pub(crate) type TunnelStates = Vec<Known>;
+
+/// The state of tunnel `t` in `s`.
+pub(crate) fn known(s: &[Known], t: usize) -> Known {
+    s.get(t).copied().unwrap_or(Known::NotRan)
+}
+
+/// What holds where paths with states `a` and `b` meet.
+pub(crate) fn join(a: &[Known], b: &[Known]) -> TunnelStates {
+    (0..a.len().max(b.len()))
+        .map(|t| match (known(a, t), known(b, t)) {
+            (x, y) if x == y => x,
+            _ => Known::Either,
+        })
+        .collect()
+}
+
+/// `s` with tunnel `t` in state `k`.
+pub(crate) fn with(s: &[Known], t: usize, k: Known) -> TunnelStates {
+    let mut v = s.to_vec();
+    if v.len() <= t {
+        v.resize(t + 1, Known::NotRan);
+    }
+    v[t] = k;
+    v
 }
 
 /// A tunnel primitive lowered earlier in the expression.
@@ -173,7 +219,14 @@ impl Lowerer<'_> {
         // Geneve it loads the protocol type.
         let block = match kind {
             TunnelKind::Vxlan => Pred::True,
-            TunnelKind::Geneve => self.in_tunnel_cases(&mut |cx| Ok(cx.geneve_block_loads(id)))?,
+            TunnelKind::Geneve => {
+                // The block runs when the test held.
+                let entry = std::mem::replace(&mut self.tunnel_state, Vec::new());
+                self.tunnel_state = with(&entry, id, Known::Ran);
+                let b = self.in_tunnel_cases(&mut |cx| Ok(cx.geneve_block_loads(id)));
+                self.tunnel_state = entry;
+                b?
+            }
         };
         Ok(v4.or(v6).and(block))
     }
@@ -327,12 +380,43 @@ impl Lowerer<'_> {
             cx.tunnels[t].case = case;
             cx.cases_rec(rest, saved, f)
         };
-        let p4 = in_case(self, TunnelCase::Taken { v6: false })?;
-        let p6 = in_case(self, TunnelCase::Taken { v6: true })?;
-        let p0 = in_case(self, TunnelCase::NotTaken)?;
+        let state = known(&self.tunnel_state, t);
+        let r = match state {
+            Known::NotRan => in_case(self, TunnelCase::NotTaken),
+            Known::Ran | Known::Either => {
+                let p4 = in_case(self, TunnelCase::Taken { v6: false })?;
+                let p6 = in_case(self, TunnelCase::Taken { v6: true })?;
+                let v4 = self.tunnels[t].v4.clone();
+                if state == Known::Ran {
+                    // One of the branches held: the IPv4 one or not.
+                    Ok(branch(v4, p4, p6))
+                } else {
+                    let p0 = in_case(self, TunnelCase::NotTaken)?;
+                    let v6 = self.tunnels[t].v6.clone();
+                    Ok(branch(v4, p4, branch(v6, p6, p0)))
+                }
+            }
+        };
         self.tunnels[t].case = TunnelCase::NotTaken;
-        let (v4, v6) = (self.tunnels[t].v4.clone(), self.tunnels[t].v6.clone());
-        Ok(branch(v4, p4, branch(v6, p6, p0)))
+        r
+    }
+
+    /// After a tunnel, libpcap's `gen_prevlinkhdr_check` before the
+    /// Ethernet address tests (not before the type-field tests): there is an
+    /// inner Ethernet header, i.e. the link-layer header and payload offsets
+    /// registers differ (`ld M[hdr]; ldx M[pl]; jeq x` negated: for Geneve, protocol
+    /// type 0x6558; for VXLAN, always; with registers never written, both 0:
+    /// never).
+    pub(crate) fn encap_ll_check(&self) -> Option<Pred> {
+        let (VarPart::Tunnel(h, hr), VarPart::Tunnel(p, pr)) = (self.link.hdr_var, self.link.pl_var) else {
+            return None;
+        };
+        // Not after `pppoes` (the link layer is PPP then).
+        if self.link.kind != LinkKind::Ethernet {
+            return None;
+        }
+        // The registers alone (not the constant parts `vlan` may have added).
+        Some(Pred::test(self.tunnel_reg(h, hr), CmpOp::Eq, self.tunnel_reg(p, pr)).not())
     }
 
     /// Does the current lowering state refer to a tunnel's offsets?
