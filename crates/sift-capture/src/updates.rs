@@ -22,7 +22,15 @@
 //! packet). A `+` term becomes passes of its own
 //! appended to the running filter (`DynamicFilter::new_pass`), and its `-`
 //! deletes them (`delete_pass`); a new base or an exclusion replaces the
-//! base's passes. A line that does not compile, or that the dynamic engine
+//! base's passes.
+//!
+//! `vlan`, `mpls`, `pppoes`, `geneve` and `vxlan` move the offsets of every
+//! term after them in the expression, also across `or`: once the filter
+//! contains one of them, its terms no longer mean the same compiled alone
+//! or in another order. Then (and until a new whole filter without them
+//! replaces it) every update rebuilds all passes from the one expression
+//! shown, in the order shown, so the filter is still exactly that
+//! expression. A line that does not compile, or that the dynamic engine
 //! cannot run, is reported (with a caret under the offending text) and
 //! changes nothing: the capture goes on with the filter it had.
 
@@ -103,7 +111,22 @@ pub struct LiveFilter {
     /// alternatives follow: a term that is false lets them run, an
     /// out-of-bounds load does not).
     core_text: String,
+    /// Every update rebuilds all passes from [`LiveFilter::expression`]
+    /// (set once a term moves offsets: see the module docs).
+    whole: bool,
     filter: DynamicFilter,
+}
+
+/// Keywords after which libpcap compiles the rest of the expression with
+/// moved offsets.
+const OFFSET_MOVING: [&str; 5] = ["vlan", "mpls", "pppoes", "geneve", "vxlan"];
+
+/// Might `expr` move the offsets of the terms after it? (Word-level and
+/// conservative: a host named `vlan` counts too, which only costs a
+/// rebuild.)
+fn moves_offsets(expr: &str) -> bool {
+    expr.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .any(|w| OFFSET_MOVING.iter().any(|k| w.eq_ignore_ascii_case(k)))
 }
 
 /// Translates `expr` for the dynamic engine; the error is rendered for a
@@ -145,6 +168,7 @@ impl LiveFilter {
             } else {
                 format!("({})", normalize(base))
             },
+            whole: moves_offsets(base),
             filter,
         })
     }
@@ -249,6 +273,15 @@ impl LiveFilter {
             line: line_no,
             message,
         };
+        let moving = match &update {
+            Update::Show => false,
+            Update::Replace(e) | Update::Add(e) | Update::Remove(e) => moves_offsets(e),
+        };
+        if (self.whole && !matches!(update, Update::Replace(_))) || (moving && update != Update::Show) {
+            self.apply_whole(update, line, col).map_err(fail)?;
+            let e = self.expression();
+            return Ok(Some(if e.is_empty() { "every packet".into() } else { e }));
+        }
         match update {
             Update::Show => {}
             Update::Replace(expr) => {
@@ -261,6 +294,7 @@ impl LiveFilter {
                 };
                 self.excluded.clear();
                 self.added.clear();
+                self.whole = false;
                 self.core_passes = f.pass_count();
                 // A whole new filter: rebuilt with the update API (delete
                 // every pass, insert the new ones), published in one
@@ -345,6 +379,80 @@ impl LiveFilter {
         } else {
             e
         }))
+    }
+}
+
+impl LiveFilter {
+    /// Applies `update` when terms move offsets (see the module docs): the
+    /// new base, exclusions and `+` terms are worked out first, then every
+    /// pass is rebuilt from the one expression they form, in the order it
+    /// is shown. On error nothing changes.
+    fn apply_whole(&mut self, update: Update, line: &str, col: usize) -> Result<(), String> {
+        let (mut base, mut excluded) = (self.base.clone(), self.excluded.clone());
+        let mut added: Vec<String> = self.added.iter().map(|(a, _)| a.clone()).collect();
+        match update {
+            Update::Show => return Ok(()),
+            Update::Replace(expr) => {
+                base = normalize(&expr);
+                excluded.clear();
+                added.clear();
+            }
+            Update::Add(expr) => {
+                let norm = normalize(&expr);
+                if norm.is_empty() {
+                    return Err("`+` needs an expression".into());
+                }
+                // The term alone first, for a caret in the right place.
+                translate(&expr, &self.opts, line, col)?;
+                if let Some(i) = excluded.iter().position(|e| *e == norm) {
+                    excluded.remove(i);
+                } else if !added.contains(&norm) {
+                    added.push(norm);
+                }
+            }
+            Update::Remove(expr) => {
+                let norm = normalize(&expr);
+                if norm.is_empty() {
+                    return Err("`-` needs an expression".into());
+                }
+                if let Some(i) = added.iter().position(|a| *a == norm) {
+                    added.remove(i);
+                } else if !excluded.contains(&norm) {
+                    translate(&expr, &self.opts, line, col)?;
+                    excluded.push(norm);
+                }
+            }
+        }
+        let mut core: Vec<String> = Vec::new();
+        if !base.is_empty() {
+            core.push(format!("({base})"));
+        }
+        core.extend(excluded.iter().map(|e| format!("not ({e})")));
+        let core_text = core.join(" and ");
+        let mut text = core_text.clone();
+        if !text.is_empty() {
+            for a in &added {
+                text = format!("{text} or ({a})");
+            }
+        }
+        let f = translate(&text, &self.opts, line, col)
+            .map_err(|e| format!("the filter would become `{text}`, which does not fit: {e}"))?;
+        let err = |e: sift_dynamic::Error| format!("dynamic update failed: {e}");
+        while self.filter.pass_count() > 0 {
+            self.filter.delete_pass(0).map_err(err)?;
+        }
+        for i in 0..f.pass_count() {
+            let pass = f.pass(i).ok_or_else(|| "pass vanished".to_string())?;
+            self.filter.new_pass(i, pass.instrs().cloned().collect()).map_err(err)?;
+        }
+        self.base = base;
+        self.excluded = excluded;
+        // In whole mode the `+` terms own no passes of their own.
+        self.added = added.into_iter().map(|a| (a, 0)).collect();
+        self.core_passes = f.pass_count();
+        self.core_text = core_text;
+        self.whole = true;
+        Ok(())
     }
 }
 
@@ -438,6 +546,60 @@ mod tests {
             let n = p.len() as u32;
             assert_eq!(f.matches(&p, n), reference.matches(&p, n), "{e} on {p:?}");
         }
+    }
+
+    /// `packets()` and the same frames with an 802.1Q tag.
+    fn packets_and_tagged() -> Vec<Vec<u8>> {
+        let mut v = packets();
+        for p in packets() {
+            if p.len() >= 14 {
+                let mut t = p[..12].to_vec();
+                t.extend_from_slice(&[0x81, 0x00, 0x00, 0x07]);
+                t.extend_from_slice(&p[12..]);
+                v.push(t);
+            }
+        }
+        v
+    }
+
+    /// Regression (found by no_panic_updates once the corpus had
+    /// `pppoes`): terms after `vlan`/`mpls`/`pppoes`/... are compiled with
+    /// moved offsets, so a `+` term must not be compiled alone. The filter
+    /// stays exactly its reported expression, and a term that does not
+    /// compile in place is refused.
+    #[test]
+    fn offset_moving_terms_keep_the_filter_equal_to_its_expression() {
+        let check = |f: &LiveFilter| {
+            let e = f.expression();
+            let reference = sift::Filter::new(&e, &opts()).unwrap();
+            // Frames cut between the two ports are left out: the dynamic
+            // engine's merged src-or-dst port sets do not abort there yet
+            // (sift-dynamic's ignored `merged_port_sets_abort_like_the_original`).
+            for p in packets_and_tagged().into_iter().filter(|p| p.len() != 36 && p.len() != 40) {
+                let n = p.len() as u32;
+                assert_eq!(f.matches(&p, n), reference.matches(&p, n), "{e} on {p:?}");
+            }
+        };
+        assert!(moves_offsets("not (ip6 or PPPoES)") && moves_offsets("vlan 7") && !moves_offsets("tcp port 21"));
+        let mut f = LiveFilter::new("not (ip6 or pppoes) and port 21", &opts()).unwrap();
+        let before = f.expression();
+        // After pppoes the link layer is PPP: no Ethernet addresses.
+        assert!(f.apply_line(1, "+link src host 00:11:22:33:44:55").is_err());
+        assert_eq!(f.expression(), before);
+        check(&f);
+        for (i, step) in ["+udp[4:2] > 100", "+tcp port 80", "-tcp port 80", "-host 10.0.0.9", "?"].iter().enumerate() {
+            if f.apply_line(i + 2, step).is_ok() {
+                check(&f);
+            }
+        }
+        // A vlan base: `+tcp port 2121` then tests the port inside the tag.
+        let mut f = LiveFilter::new("tcp port 21", &opts()).unwrap();
+        for (i, step) in ["+vlan and tcp port 80", "+tcp port 2121", "-vlan and tcp port 80", "= tcp port 2121"].iter().enumerate() {
+            if f.apply_line(i + 1, step).is_ok() {
+                check(&f);
+            }
+        }
+        assert!(!f.whole, "a whole new filter without vlan/mpls/pppoes leaves the rebuild mode");
     }
 
     #[test]
