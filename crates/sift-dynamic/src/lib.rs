@@ -507,7 +507,20 @@ impl DynamicFilter {
         }
         let mut passes = self.current.passes.clone();
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
-        let pass = Pass::new(instrs.into_iter().map(Arc::new).collect(), prev);
+        // An instruction equal to the previous pass's at the same position
+        // shares it (and gets the copied mark): a pass added after its
+        // sibling, such as the IPv4 branch after the IPv6 one of `host X
+        // and tcp port Y`, then does not re-test what the sibling did. The
+        // comparison covers the new pass's instructions only.
+        let instrs: Vec<Arc<Instr>> = instrs
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| match prev.and_then(|p| p.instrs.get(i)) {
+                Some(y) if **y == x => y.clone(),
+                _ => Arc::new(x),
+            })
+            .collect();
+        let pass = Pass::new(instrs, prev);
         passes.insert(at, Arc::new(pass));
         Self::relink(&mut passes, at + 1);
         self.publish(passes);
@@ -795,6 +808,19 @@ mod tests {
         f.add_value(d, last, 80).unwrap();
         let printed = f.to_expr();
         agrees_on_cuts(&f, &printed);
+    }
+
+    #[test]
+    fn a_new_pass_shares_what_equals_its_predecessor() {
+        let mut f = DynamicFilter::from_expr("tcp port 80", LinkType::EN10MB).unwrap();
+        let instrs: Vec<Instr> = f.pass(1).unwrap().instrs().cloned().collect();
+        f.new_pass(2, instrs.clone()).unwrap();
+        assert_eq!(f.pass(2).unwrap().copied(), &[true, true]);
+        let mut other = instrs;
+        other[1] = Instr::Test(Atom::new(Field::direct(Size::Byte, 0), Cmp::eq(1)));
+        f.new_pass(3, other).unwrap();
+        assert_eq!(f.pass(3).unwrap().copied(), &[true, false]);
+        agrees_on_cuts(&f, &f.to_expr());
     }
 
     /// Known bug (pre-existing, found while testing the fused path): passes
