@@ -48,6 +48,8 @@ use crate::insn::{op, Insn};
 use crate::validate::{ValidateError, ValidateErrorKind};
 use std::num::NonZeroU32;
 
+mod threaded;
+
 /// The longest program [`Program::new`] accepts. libpcap's unoptimized
 /// output for big expressions can exceed the kernel's 4096 instructions.
 pub const MAX_PROGRAM_LEN: usize = 1 << 24;
@@ -152,6 +154,9 @@ struct Fused {
 #[derive(Clone, Debug)]
 pub struct Program {
     ops: Box<[Op]>,
+    /// The direct-threaded form, for programs without backward jumps or very
+    /// long paths (`ops` runs the others).
+    threaded: Option<threaded::Tree>,
 }
 
 impl Program {
@@ -162,6 +167,12 @@ impl Program {
     /// backward). This is weaker than [`validate`](crate::validate::validate):
     /// it accepts programs libpcap runs but the kernel refuses.
     pub fn new(prog: &[Insn]) -> Result<Program, ValidateError> {
+        Program::decode(prog, true)
+    }
+
+    /// [`Program::new`], building the threaded form only if `threaded` (it
+    /// costs an allocation per instruction: not worth it for one packet).
+    fn decode(prog: &[Insn], threaded: bool) -> Result<Program, ValidateError> {
         let len = prog.len();
         if len == 0 {
             return Err(ValidateError::program(ValidateErrorKind::Empty));
@@ -174,6 +185,7 @@ impl Program {
             ops.push(decode(pc, insn, len)?);
         }
         ops.push(Op::RetK(0));
+        let threaded = if threaded { threaded::Tree::build(&ops) } else { None };
         if len < usize::from(u16::MAX) {
             for pc in 0..len - 1 {
                 if let Some(fused) = fuse(ops[pc], ops[pc + 1]) {
@@ -182,7 +194,7 @@ impl Program {
                 }
             }
         }
-        Ok(Program { ops: ops.into_boxed_slice() })
+        Ok(Program { ops: ops.into_boxed_slice(), threaded })
     }
 
     /// The number of instructions (as given to [`Program::new`]).
@@ -198,7 +210,16 @@ impl Program {
     /// Runs the program on a packet: `data` holds the captured bytes,
     /// `wire_len` is the original length (`len`, `ld #pktlen`). Returns what
     /// the program returns; 0 means "reject".
+    #[inline]
     pub fn run(&self, data: &[u8], wire_len: u32) -> u32 {
+        match &self.threaded {
+            Some(tree) => tree.run(data, wire_len),
+            None => self.run_loop(data, wire_len),
+        }
+    }
+
+    /// Runs the decoded operations in a fetch-and-dispatch loop.
+    fn run_loop(&self, data: &[u8], wire_len: u32) -> u32 {
         let ops = &self.ops[..];
         let mut a: u32 = 0;
         let mut x: u32 = 0;
@@ -344,7 +365,7 @@ impl Program {
 /// Runs `prog` on one packet (see [`Program::run`]). A program that
 /// [`Program::new`] refuses rejects every packet (returns 0).
 pub fn run(prog: &[Insn], data: &[u8], wire_len: u32) -> u32 {
-    match Program::new(prog) {
+    match Program::decode(prog, false) {
         Ok(p) => p.run(data, wire_len),
         Err(_) => 0,
     }
@@ -776,6 +797,150 @@ mod tests {
         assert!(matches!(prog.ops[0], Op::LdAbsB(_)));
         assert_eq!(prog.run(&[5], 1), 5);
         assert_eq!(prog.run(&[4], 1), 70_004);
+    }
+
+    /// A small deterministic generator for the tests below.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) as u32
+        }
+        fn below(&mut self, n: u32) -> u32 {
+            self.next() % n
+        }
+    }
+
+    /// A random loop-free program over every opcode (forward jumps only),
+    /// with loads near the start of the packet so that both in- and
+    /// out-of-bounds loads happen.
+    fn random_program(r: &mut Lcg, len: usize) -> Vec<Insn> {
+        let stmt_codes = [
+            LD | W | ABS, LD | H | ABS, LD | B | ABS, LD | W | IND, LD | H | IND, LD | B | IND,
+            LD | W | LEN, LDX | W | LEN, LD | IMM, LDX | IMM, LDX | B | MSH, LD | MEM, LDX | MEM, ST, STX,
+            ALU | ADD | K, ALU | SUB | K, ALU | MUL | K, ALU | DIV | K, ALU | MOD | K, ALU | AND | K,
+            ALU | OR | K, ALU | XOR | K, ALU | LSH | K, ALU | RSH | K, ALU | ADD | X, ALU | SUB | X,
+            ALU | MUL | X, ALU | DIV | X, ALU | MOD | X, ALU | AND | X, ALU | OR | X, ALU | XOR | X,
+            ALU | LSH | X, ALU | RSH | X, ALU | NEG, MISC | TAX, MISC | TXA, RET | K, RET | A,
+        ];
+        let jump_codes = [JMP | JEQ | K, JMP | JGT | K, JMP | JGE | K, JMP | JSET | K, JMP | JEQ | X, JMP | JGT | X, JMP | JGE | X, JMP | JSET | X];
+        let mut p = Vec::with_capacity(len);
+        for pc in 0..len {
+            let room = (len - pc - 1) as u32;
+            let k = match r.below(4) {
+                0 => r.below(70),
+                1 => r.below(8),
+                2 => r.next(),
+                _ => [0, 1, 0x800, 6, 0xffff_ffff, 33][r.below(6) as usize],
+            };
+            let insn = if r.below(3) == 0 && room > 0 {
+                let jt = r.below(room.min(6)) as u8;
+                let jf = r.below(room.min(6)) as u8;
+                Insn::jump(jump_codes[r.below(8) as usize], k, jt, jf)
+            } else if r.below(8) == 0 && room > 0 {
+                Insn::stmt(JMP | JA, r.below(room.min(4)))
+            } else {
+                let code = stmt_codes[r.below(stmt_codes.len() as u32) as usize];
+                let k = if matches!(code, LD_MEM | LDX_MEM | ST | STX) { k % 16 } else { k };
+                Insn::stmt(code, k)
+            };
+            p.push(insn);
+        }
+        p
+    }
+    const LD_MEM: u16 = LD | MEM;
+    const LDX_MEM: u16 = LDX | MEM;
+
+    #[test]
+    fn threaded_form_agrees_with_the_loop() {
+        let mut r = Lcg(7);
+        let mut threaded = 0;
+        for round in 0..3000 {
+            let len = 1 + r.below(24) as usize;
+            let prog = random_program(&mut r, len);
+            let p = Program::new(&prog).unwrap();
+            threaded += usize::from(p.threaded.is_some());
+            for _ in 0..12 {
+                let n = r.below(72) as usize;
+                let data: Vec<u8> = (0..n).map(|_| if r.below(3) == 0 { r.below(4) as u8 } else { r.next() as u8 }).collect();
+                let wire_len = [n as u32, 1000, 0][r.below(3) as usize];
+                assert_eq!(p.run(&data, wire_len), p.run_loop(&data, wire_len), "round {round}: {prog:?} on {data:?}");
+            }
+        }
+        assert_eq!(threaded, 3000);
+    }
+
+    #[test]
+    fn jeq_chains_agree_with_the_loop() {
+        // [load] jeq k1..kn (each taken side to T, through `ja` sometimes),
+        // with a few other jumps landing in the middle of the chain.
+        let mut r = Lcg(11);
+        for round in 0..3000 {
+            let n = 1 + r.below(12) as usize;
+            let mut p = vec![s(LDX | IMM, r.below(4)), s(LD | W | LEN, 0)];
+            // An entry that skips the load.
+            p.push(j(JMP | JGT | K, 40, 1, 0));
+            p.push(s([LD | B | ABS, LD | H | ABS, LD | W | ABS, LD | B | IND, LD | H | IND][r.below(5) as usize], r.below(8)));
+            let chain_at = p.len();
+            let via_ja = r.below(3) == 0;
+            // Layout: chain (n jumps), [ja T], F: ret #1 , T: ret a
+            let t_at = chain_at + n + usize::from(via_ja) + 1;
+            let ja_at = chain_at + n;
+            for i in 0..n {
+                let pc = chain_at + i;
+                let taken = if via_ja && r.below(2) == 0 { ja_at } else { t_at };
+                let k = [0x16, 0x50, 0x8f, 0x0102, 0x0304, 3, 1, 2][r.below(8) as usize];
+                let code = if r.below(10) == 0 { JMP | JGT | K } else { JMP | JEQ | K };
+                p.push(j(code, k, (taken - pc - 1) as u8, 0));
+            }
+            if via_ja {
+                p.push(s(JMP | JA, 1));
+            }
+            p.push(s(RET | K, 1));
+            p.push(RET_A);
+            let prog = Program::new(&p).unwrap();
+            assert!(prog.threaded.is_some());
+            for _ in 0..16 {
+                let len = r.below(10) as usize;
+                let data: Vec<u8> = (0..len).map(|_| r.below(5) as u8).collect();
+                let wire_len = [len as u32, 100, 0][r.below(3) as usize];
+                assert_eq!(prog.run(&data, wire_len), prog.run_loop(&data, wire_len), "round {round}: {p:?} on {data:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn threaded_form_only_without_loops_and_long_paths() {
+        let loop_prog = [s(LD | IMM, 0), s(ALU | ADD | K, 1), j(JMP | JEQ | K, 5, 1, 0), s(JMP | JA, (-3i32) as u32), RET_A];
+        assert!(Program::new(&loop_prog).unwrap().threaded.is_none());
+        let mut long = vec![s(ALU | ADD | K, 1); threaded::MAX_PATH as usize];
+        long.push(RET_A);
+        let p = Program::new(&long).unwrap();
+        assert!(p.threaded.is_none());
+        assert_eq!(p.run(&[], 0), threaded::MAX_PATH);
+        long.remove(0);
+        let p = Program::new(&long).unwrap();
+        assert_eq!(p.threaded.as_ref().map(|t| t.nodes()), Some(long.len() + 1));
+        assert_eq!(p.run(&[], 0), threaded::MAX_PATH - 1);
+        // `ja` needs no node; a folded `ret` target is still a node of its own.
+        let p = Program::new(&[s(LD | H | ABS, 0), j(JMP | JEQ | K, 0x102, 0, 2), s(JMP | JA, 0), s(RET | K, 7), s(RET | K, 9)]).unwrap();
+        assert_eq!(p.threaded.as_ref().map(|t| t.nodes()), Some(5));
+        assert_eq!(p.run(&[1, 2], 2), 7);
+        assert_eq!(p.run(&[1, 3], 2), 9);
+        assert_eq!(p.run(&[1], 2), 0);
+    }
+
+    #[test]
+    fn dropping_a_long_threaded_chain_does_not_recurse() {
+        // 100,000 programs' worth of nodes is not needed: a chain of the
+        // longest accepted path, cloned and dropped in both orders.
+        let mut long = vec![s(ALU | ADD | K, 1); threaded::MAX_PATH as usize - 1];
+        long.push(RET_A);
+        let p = Program::new(&long).unwrap();
+        let q = p.clone();
+        drop(p);
+        assert_eq!(q.run(&[], 0), threaded::MAX_PATH - 1);
+        drop(q);
     }
 
     #[test]

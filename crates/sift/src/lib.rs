@@ -308,6 +308,8 @@ impl Filter {
         // out of line so that this function stays small enough to inline.
         match &self.runner {
             Runner::Jit(j) => j.run(data, wire_len) != 0,
+            // The interpreter's entry is small too (a call of the first node).
+            Runner::Interp(p) => p.run(data, wire_len) != 0,
             other => other.matches_out_of_line(data, wire_len),
         }
     }
