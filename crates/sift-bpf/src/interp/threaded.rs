@@ -70,6 +70,8 @@ const SET_MAX: usize = 8;
 pub(super) struct Tree {
     root: Arc<Node>,
     arena: Vec<Arc<Node>>,
+    /// The most instructions a run can go through.
+    longest_path: u32,
 }
 
 impl std::fmt::Debug for Tree {
@@ -609,10 +611,11 @@ impl Tree {
             arena.push(built);
         }
         let root = node.first().cloned().flatten()?;
+        let longest_path = depth.first().copied().unwrap_or(0);
         // Program order: dropping node i first only decrements the counts of
         // later nodes, which the arena still holds.
         arena.reverse();
-        Some(Tree { root, arena })
+        Some(Tree { root, arena, longest_path })
     }
 
     /// Runs the program (see [`super::Program::run`]).
@@ -620,6 +623,11 @@ impl Tree {
     pub(super) fn run(&self, data: &[u8], wire_len: u32) -> u32 {
         let mut c = Ctx { wire_len, mem: [0; 16] };
         (self.root.run)(&self.root, data, 0, 0, &mut c)
+    }
+
+    /// The most instructions a run can go through.
+    pub(super) fn longest_path(&self) -> u32 {
+        self.longest_path
     }
 
     /// The number of nodes.
