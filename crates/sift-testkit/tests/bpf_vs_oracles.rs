@@ -105,6 +105,13 @@ fn interp_matches_libpcap_on_random_programs() {
         let len = 2 + rng.index(30);
         let mut prog: Vec<Insn> = (0..len - 1).map(|pc| random_insn(&mut rng, len, pc)).collect();
         prog.push(Insn::stmt(op::RET | op::A, 0));
+        // libpcap 1.10.3 leaves scratch memory uninitialized (whatever its
+        // stack held: it matched sift's zeros only while sift's interpreter
+        // happened to zero the same stack slots just before), sift zeroes
+        // it: store zeros first so that reading a slot before writing it is
+        // defined for both. Jumps are relative, so the prefix moves nothing.
+        let zeros = std::iter::once(Insn::stmt(op::LD | op::IMM, 0)).chain((0..16).map(|i| Insn::stmt(op::ST, i)));
+        prog.splice(0..0, zeros);
         // Keep only what libpcap 1.10.3's interpreter can run safely.
         let Ok(lib) = CheckedProgram::new(&prog) else { continue };
         let ours = sift_bpf::interp::Program::new(&prog).expect("checked program decodes");
