@@ -167,14 +167,46 @@ pub struct Program {
     /// The direct-threaded form, for programs without backward jumps or very
     /// long paths (`ops` runs the others).
     threaded: Option<threaded::Tree>,
-    /// Whether [`Program::count_matches`] reads packets ahead: for programs
-    /// long enough that one run cannot overlap the next packet's cache miss.
-    read_ahead: bool,
+    /// The two packet offsets [`Program::count_matches`] reads ahead (the
+    /// lowest and the highest byte the program's loads are likely to
+    /// read), or `None` for programs that load nothing or are very short.
+    read_ahead: Option<(usize, usize)>,
 }
 
 /// The shortest longest path (in instructions) for which
-/// [`Program::count_matches`] reads ahead.
-const READ_AHEAD_PATH: u32 = 16;
+/// [`Program::count_matches`] reads ahead: below, touching the packets
+/// costs more than it saves when they are in cache.
+const READ_AHEAD_PATH: u32 = 4;
+
+/// The bytes worth reading ahead for `prog`: the lowest offset it loads
+/// from and the highest byte it loads (for `[x + k]`, assuming X is at
+/// least 20, an IPv4 header), capped; `None` if it loads nothing.
+fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
+    use op::*;
+    const CAP: usize = 4096;
+    let mut span: Option<(usize, usize)> = None;
+    for insn in prog {
+        let class = insn.code & 0x07;
+        if class != LD && class != LDX {
+            continue;
+        }
+        let k = (insn.k as usize).min(CAP);
+        let size = match insn.code & 0x18 {
+            W => 4,
+            H => 2,
+            _ => 1,
+        };
+        let last = match insn.code & 0xe0 {
+            ABS if class == LD => k + size - 1,
+            IND if class == LD => k + size - 1 + 20,
+            MSH if class == LDX => k,
+            _ => continue,
+        };
+        let (lo, hi) = span.unwrap_or((k, last));
+        span = Some((lo.min(k), hi.max(last).min(CAP)));
+    }
+    span
+}
 
 impl Program {
     /// Checks and decodes `prog`. Accepted: 1 to [`MAX_PROGRAM_LEN`]
@@ -211,10 +243,11 @@ impl Program {
                 }
             }
         }
-        let read_ahead = match &threaded {
+        let long = match &threaded {
             Some(tree) => tree.longest_path() >= READ_AHEAD_PATH,
             None => len >= READ_AHEAD_PATH as usize,
         };
+        let read_ahead = if long { read_ahead_span(prog) } else { None };
         Ok(Program { ops: ops.into_boxed_slice(), threaded, read_ahead })
     }
 
@@ -241,22 +274,24 @@ impl Program {
 
     /// Counts the packets among `packets` for which the program returns
     /// non-zero; `parts` gives a packet's captured bytes and wire length.
-    /// The verdicts are those of [`Program::run`]. For long programs, the
-    /// first byte of the packets a few places ahead is read on the way, so
-    /// that their headers are (being) brought into the cache by the time
-    /// they are filtered: with packets that are not in cache, the cache
-    /// misses of several packets then overlap instead of each stalling a
-    /// run too long for the processor to look past.
+    /// The verdicts are those of [`Program::run`]. Unless the program is
+    /// very short or loads nothing, the first and last header bytes it
+    /// loads are read from the packets a few places ahead on the way, so
+    /// that those cache lines are (being) brought in by the time the packets
+    /// are filtered: with packets out of cache, the misses of several
+    /// packets then overlap instead of each stalling a run that is too long
+    /// for the processor to look past.
     #[inline]
     pub fn count_matches<P>(&self, packets: &[P], parts: impl Fn(&P) -> (&[u8], u32)) -> u64 {
         /// Packets read ahead at a time.
         const AHEAD: usize = 8;
         let mut n = 0u64;
         for (i, chunk) in packets.chunks(AHEAD).enumerate() {
-            if self.read_ahead {
+            if let Some((lo, hi)) = self.read_ahead {
                 let mut touched = 0u8;
                 for q in packets.iter().skip((i + 1) * AHEAD).take(AHEAD) {
-                    touched ^= parts(q).0.first().copied().unwrap_or(0);
+                    let data = parts(q).0;
+                    touched ^= data.get(lo).copied().unwrap_or(0) ^ data.get(hi).copied().unwrap_or(0);
                 }
                 std::hint::black_box(touched);
             }
@@ -927,7 +962,7 @@ mod tests {
         for _ in 0..300 {
             let len = 1 + r.below(40) as usize;
             let p = Program::new(&random_program(&mut r, len)).unwrap();
-            read_ahead += usize::from(p.read_ahead);
+            read_ahead += usize::from(p.read_ahead.is_some());
             let packets: Vec<(Vec<u8>, u32)> = (0..r.below(40))
                 .map(|_| {
                     let n = r.below(72) as usize;
@@ -938,6 +973,15 @@ mod tests {
             assert_eq!(p.count_matches(&packets, |(d, w)| (d.as_slice(), *w)), want);
         }
         assert!(read_ahead > 0);
+    }
+
+    #[test]
+    fn read_ahead_spans() {
+        assert_eq!(read_ahead_span(&[s(RET | K, 1)]), None);
+        assert_eq!(read_ahead_span(&[s(LD | W | LEN, 0), s(LD | MEM, 3), RET_A]), None);
+        let p = [s(LD | H | ABS, 12), s(LDX | B | MSH, 14), s(LD | H | IND, 16), s(LD | W | ABS, 30), RET_A];
+        assert_eq!(read_ahead_span(&p), Some((12, 37)));
+        assert_eq!(read_ahead_span(&[s(LD | B | ABS, u32::MAX), RET_A]), Some((4096, 4096)));
     }
 
     #[test]
