@@ -28,7 +28,7 @@ const CEILINGS: &[(&str, usize)] = &[
     ("swift4", 10),
     ("swift5", 24),
     ("swift6", 97),
-    ("bpfperf1", 34),
+    ("bpfperf1", 32),
     ("bpfperf2", 39),
     ("tcp-byte-20", 12),
     ("ftp200", 538),

@@ -10,9 +10,11 @@
 //! 1. **Path facts** ([`analyze`]): a forward pass in program order (jumps go
 //!    forward, so every predecessor comes first) computes, before each
 //!    instruction, what holds on *every* path reaching it: what A and X
-//!    hold ([`Known`]: a constant, the wire length, a constant-offset load,
-//!    an `[x + k]` load with X the IPv4 header length, the header length
-//!    itself), which packet bytes were loaded successfully (so loading them
+//!    hold ([`Known`]: a constant, also as the result of constant ALU
+//!    operations and `and #0`, the wire length, a constant-offset load, an
+//!    `[x + k]` load with X the IPv4 header length, the header length
+//!    itself, a scratch word as last stored) and which scratch words they
+//!    equal, which packet bytes were loaded successfully (so loading them
 //!    again cannot abort), and what the conditional jumps taken on the way
 //!    tell about the values loaded (`[12] == 0x800`, `[20] & 0x1fff == 0`,
 //!    `[x + 14] != 21`, ...). A backward pass computes where A and X are
@@ -23,7 +25,8 @@
 //!    `jeq #0x86dd`) or loads that cannot abort; the edge then goes straight
 //!    to the last point reached where the registers it skipped writing are
 //!    equal to what it would have written or dead. Skipped instructions have
-//!    no effect but on A and X, so the verdicts do not change.
+//!    no effect but on A and X, so the verdicts do not change. A jump the
+//!    facts decide on every path reaching it goes where it always goes.
 //! 3. **Tail merging**: instructions that do the same thing and continue in
 //!    equivalent places are equivalent; jumps go to the last copy (`ja` and
 //!    conditional jumps with equal targets are equivalent to their target,
@@ -41,6 +44,10 @@
 //!    25`), with duplicates dropped. Tests whose load may abort are never
 //!    moved: only what follows the first load of each value is regrouped.
 //!
+//! The analysis is cheap to run once per step: a program point's facts are
+//! a persistent list shared with the points before it, so copying a state
+//! costs no allocation, and the meet of two paths keeps their shared tail.
+//!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
 //! memory stores are never skipped or removed: the result stays valid for
@@ -48,12 +55,22 @@
 
 use crate::insn::{op, Insn};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 /// The most rounds [`optimize`] runs.
 pub const MAX_ROUNDS: usize = 12;
 
-/// The most facts kept per program point (the oldest are dropped first).
+/// The fewest facts kept per program point when there are more: a list
+/// reaching twice this length keeps only its newest `MAX_FACTS`.
 const MAX_FACTS: usize = 48;
+
+/// How many of the newest facts a new fact is compared with before it is
+/// added (older duplicates are harmless).
+const DEDUP_WINDOW: usize = 2;
+
+/// The most IPv4 header offsets whose `[x + k]` bounds are tracked.
+const MAX_IND: usize = 4;
 
 /// The most instructions one threaded edge is followed through.
 const MAX_THREAD_STEPS: usize = 256;
@@ -88,18 +105,19 @@ fn forward_only(pc: usize, insn: Insn, len: usize) -> bool {
     }
 }
 
-/// Where control may go after the instruction at `pc`.
-pub(crate) fn successors(pc: usize, insn: Insn) -> Vec<usize> {
+/// Where control may go after the instruction at `pc` (no allocation).
+pub(crate) fn successors(pc: usize, insn: Insn) -> impl Iterator<Item = usize> {
     let class = insn.code & 0x07;
-    if class == op::RET {
-        vec![]
+    let (a, b) = if class == op::RET {
+        (None, None)
     } else if insn.code == op::JMP | op::JA {
-        vec![pc + 1 + insn.k as usize]
+        (Some(pc + 1 + insn.k as usize), None)
     } else if class == op::JMP {
-        vec![pc + 1 + usize::from(insn.jt), pc + 1 + usize::from(insn.jf)]
+        (Some(pc + 1 + usize::from(insn.jt)), Some(pc + 1 + usize::from(insn.jf)))
     } else {
-        vec![pc + 1]
-    }
+        (Some(pc + 1), None)
+    };
+    a.into_iter().chain(b)
 }
 
 fn is_cond(code: u16) -> bool {
@@ -129,6 +147,9 @@ enum Known {
     Ind(u16, u32, u32),
     /// `4*([k]&0xf)`.
     HeaderLen(u32),
+    /// Scratch word `M[k]` as last stored (a store forgets what was known
+    /// about it).
+    Mem(u32),
 }
 
 /// What a conditional jump on A with a constant tells about A along one of
@@ -221,14 +242,182 @@ struct State {
     min_len: u64,
     /// `(h, end)`: `[x + k]` loads ending at `end` (X = `4*([h]&0xf)`)
     /// succeeded on every path.
-    ind_len: Vec<(u32, u64)>,
+    ind_len: Inline<(u32, u64), MAX_IND>,
     /// Facts about known values.
-    facts: Vec<(Known, Fact)>,
+    facts: Facts,
+    /// Scratch words A (and X) equal: bit `k` for `M[k]`.
+    a_mem: u16,
+    x_mem: u16,
+}
+
+/// Facts about known values, newest first: a persistent list, so that
+/// copying a state (once per instruction) is cheap and the states of the
+/// two paths of a jump share what they learned before it.
+#[derive(Clone, Debug, Default)]
+struct Facts(Option<Rc<FactNode>>);
+
+#[derive(Debug)]
+struct FactNode {
+    fact: (Known, Fact),
+    /// The list's length from this node on.
+    len: usize,
+    next: Option<Rc<FactNode>>,
+}
+
+impl PartialEq for Facts {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other) || self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Facts {}
+
+impl Facts {
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |n| n.len)
+    }
+
+    fn same(&self, other: &Facts) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Known, Fact)> {
+        std::iter::successors(self.0.as_deref(), |n| n.next.as_deref()).map(|n| &n.fact)
+    }
+
+    fn contains(&self, f: &(Known, Fact)) -> bool {
+        self.iter().any(|g| g == f)
+    }
+
+    /// `facts` (oldest first) on top of `base`.
+    fn build(base: Option<Rc<FactNode>>, facts: impl IntoIterator<Item = (Known, Fact)>) -> Facts {
+        let mut head = base;
+        for fact in facts {
+            let len = head.as_ref().map_or(0, |n| n.len) + 1;
+            head = Some(Rc::new(FactNode { fact, len, next: head }));
+        }
+        Facts(head)
+    }
+
+    fn push(&mut self, f: (Known, Fact)) {
+        if self.len() >= 2 * MAX_FACTS {
+            let mut newest: Vec<(Known, Fact)> = self.iter().take(MAX_FACTS - 1).copied().collect();
+            newest.reverse();
+            *self = Facts::build(None, newest);
+        }
+        let base = self.0.take();
+        *self = Facts::build(base, [f]);
+    }
+
+    /// Keeps the facts `other` has too.
+    fn meet(&mut self, other: &Facts) {
+        if self.same(other) {
+            return;
+        }
+        // The longest common tail (shared nodes), then the facts above it.
+        let (mut a, mut b) = (self.0.as_ref(), other.0.as_ref());
+        let len = |n: Option<&Rc<FactNode>>| n.map_or(0, |n| n.len);
+        while len(a) > len(b) {
+            a = a.and_then(|n| n.next.as_ref());
+        }
+        while len(b) > len(a) {
+            b = b.and_then(|n| n.next.as_ref());
+        }
+        while let (Some(x), Some(y)) = (a, b) {
+            if Rc::ptr_eq(x, y) {
+                break;
+            }
+            a = x.next.as_ref();
+            b = y.next.as_ref();
+        }
+        let tail = a.cloned();
+        let tail_len = len(a);
+        if self.len() == tail_len {
+            // Nothing above the common tail: `self` is the tail.
+            return;
+        }
+        let mut kept: Vec<(Known, Fact)> =
+            self.iter().take(self.len() - tail_len).filter(|f| other.contains(f)).copied().collect();
+        kept.reverse();
+        *self = Facts::build(tail, kept);
+    }
+}
+
+/// A vector of at most `N` elements stored inline (states are copied once
+/// per instruction: no allocation).
+#[derive(Clone, Copy, Debug)]
+struct Inline<T: Copy, const N: usize> {
+    len: usize,
+    items: [T; N],
+}
+
+impl<T: Copy + PartialEq, const N: usize> PartialEq for Inline<T, N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl<T: Copy + Eq, const N: usize> Eq for Inline<T, N> {}
+
+impl<T: Copy + PartialEq, const N: usize> Inline<T, N> {
+    fn new(fill: T) -> Self {
+        Inline { len: 0, items: [fill; N] }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.as_slice().iter()
+    }
+
+    fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items[..self.len].iter_mut()
+    }
+
+    /// Appends `x`; when full, drops the oldest element first if
+    /// `drop_oldest`, else does nothing.
+    fn push(&mut self, x: T, drop_oldest: bool) {
+        if self.len == N {
+            if !drop_oldest || N == 0 {
+                return;
+            }
+            self.items.copy_within(1.., 0);
+            self.len -= 1;
+        }
+        self.items[self.len] = x;
+        self.len += 1;
+    }
+
+    fn retain_mut(&mut self, mut keep: impl FnMut(&mut T) -> bool) {
+        let mut out = 0;
+        for i in 0..self.len {
+            let mut x = self.items[i];
+            if keep(&mut x) {
+                self.items[out] = x;
+                out += 1;
+            }
+        }
+        self.len = out;
+    }
 }
 
 impl State {
     fn entry() -> State {
-        State { a: None, x: None, min_len: 0, ind_len: Vec::new(), facts: Vec::new() }
+        State {
+            a: None,
+            x: None,
+            min_len: 0,
+            ind_len: Inline::new((0, 0)),
+            facts: Facts::default(),
+            a_mem: 0,
+            x_mem: 0,
+        }
     }
 
     /// What holds on both paths.
@@ -247,7 +436,9 @@ impl State {
             }
             None => false,
         });
-        self.facts.retain(|f| other.facts.contains(f));
+        self.facts.meet(&other.facts);
+        self.a_mem &= other.a_mem;
+        self.x_mem &= other.x_mem;
     }
 
     /// The value a load would produce and whether it certainly stays in
@@ -263,6 +454,7 @@ impl State {
                 (Known::Abs(size, k), u64::from(k) + bytes(size) <= self.min_len)
             }
             _ if code == LDX | B | MSH => (Known::HeaderLen(k), u64::from(k) < self.min_len),
+            _ if code == LD | MEM || code == LDX | MEM => (Known::Mem(k), true),
             _ if code & 0xe7 == LD | IND && size != 0x18 => {
                 let Some(Known::HeaderLen(h)) = self.x else { return None };
                 let end = u64::from(k) + bytes(size);
@@ -277,6 +469,30 @@ impl State {
         use op::*;
         let code = insn.code;
         let class = code & 0x07;
+        let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
+        let (_, defs) = uses_defs(insn);
+        match code {
+            _ if code == ST => {
+                self.x_mem &= !bit;
+                self.a_mem |= bit;
+            }
+            _ if code == STX => {
+                self.a_mem &= !bit;
+                self.x_mem |= bit;
+            }
+            _ if code == MISC | TAX => self.x_mem = self.a_mem,
+            _ if code == MISC | TXA => self.a_mem = self.x_mem,
+            _ if code == LD | MEM => self.a_mem = bit,
+            _ if code == LDX | MEM => self.x_mem = bit,
+            _ => {
+                if defs & LIVE_A != 0 {
+                    self.a_mem = 0;
+                }
+                if defs & LIVE_X != 0 {
+                    self.x_mem = 0;
+                }
+            }
+        }
         if let Some((v, _)) = self.load(insn) {
             match v {
                 Known::Abs(size, k) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
@@ -285,24 +501,44 @@ impl State {
                     let end = u64::from(k) + bytes(size);
                     match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
                         Some((_, e)) => *e = (*e).max(end),
-                        None => self.ind_len.push((h, end)),
+                        None => self.ind_len.push((h, end), false),
                     }
                 }
-                Known::Imm(_) | Known::Len => {}
+                Known::Imm(_) | Known::Len | Known::Mem(_) => {}
             }
             if class == LD {
                 self.a = Some(v);
             } else {
                 self.x = Some(v);
             }
+        } else if code == ST || code == STX {
+            self.forget_mem(insn.k);
         } else if code == MISC | TAX {
             self.x = self.a;
         } else if code == MISC | TXA {
             self.a = self.x;
-        } else if class == LD || class == ALU {
+        } else if class == ALU {
+            self.a = alu(insn, self.a, self.x).map(Known::Imm);
+        } else if class == LD {
             self.a = None;
         } else if class == LDX {
             self.x = None;
+        }
+    }
+
+    /// `M[k]` is written: what was known about it no longer holds.
+    fn forget_mem(&mut self, k: u32) {
+        let m = Some(Known::Mem(k));
+        if self.a == m {
+            self.a = None;
+        }
+        if self.x == m {
+            self.x = None;
+        }
+        if self.facts.iter().any(|(v, _)| *v == Known::Mem(k)) {
+            let mut keep: Vec<(Known, Fact)> = self.facts.iter().filter(|(v, _)| *v != Known::Mem(k)).copied().collect();
+            keep.reverse();
+            self.facts = Facts::build(None, keep);
         }
     }
 
@@ -313,11 +549,9 @@ impl State {
             return;
         }
         let (Some(v), Some(f)) = (self.a, Fact::learn(insn.code, insn.k, taken)) else { return };
-        if matches!(v, Known::Imm(_)) || self.facts.contains(&(v, f)) {
+        // Duplicates further back cost a little room, not correctness.
+        if matches!(v, Known::Imm(_)) || self.facts.iter().take(DEDUP_WINDOW).any(|g| *g == (v, f)) {
             return;
-        }
-        if self.facts.len() >= MAX_FACTS {
-            self.facts.remove(0);
         }
         self.facts.push((v, f));
     }
@@ -340,6 +574,43 @@ impl State {
         }
         self.facts.iter().filter(|(v, _)| *v == a).find_map(|(_, f)| f.decide(code, k))
     }
+}
+
+/// The constant A holds after the ALU instruction `insn`, if known (an
+/// `and #0` or `mul #0` whatever A holds; constants folded; none for a
+/// division by zero, which aborts, nor for shifts by 32 or more).
+fn alu(insn: Insn, a: Option<Known>, x: Option<Known>) -> Option<u32> {
+    use op::*;
+    let code = insn.code;
+    let op_ = code & 0xf0;
+    if code & X == 0 && insn.k == 0 && matches!(op_, AND | MUL) {
+        return Some(0);
+    }
+    let Some(Known::Imm(a)) = a else { return None };
+    if op_ == NEG {
+        return Some(a.wrapping_neg());
+    }
+    let b = if code & X != 0 {
+        match x {
+            Some(Known::Imm(b)) => b,
+            _ => return None,
+        }
+    } else {
+        insn.k
+    };
+    Some(match op_ {
+        ADD => a.wrapping_add(b),
+        SUB => a.wrapping_sub(b),
+        MUL => a.wrapping_mul(b),
+        DIV => a.checked_div(b)?,
+        MOD => a.checked_rem(b)?,
+        AND => a & b,
+        OR => a | b,
+        XOR => a ^ b,
+        LSH if b < 32 => a << b,
+        RSH if b < 32 => a >> b,
+        _ => return None,
+    })
 }
 
 /// Register liveness bits.
@@ -396,6 +667,13 @@ impl Analysis {
 /// If `insn` loads into a register what it holds already (a no-op), that
 /// register.
 fn redundant(s: &State, insn: Insn) -> Option<u8> {
+    let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
+    if insn.code == op::LD | op::MEM && s.a_mem & bit != 0 {
+        return Some(LIVE_A);
+    }
+    if insn.code == op::LDX | op::MEM && s.x_mem & bit != 0 {
+        return Some(LIVE_X);
+    }
     if let Some((v, _)) = s.load(insn) {
         let (reg, now) = if insn.code & 0x07 == op::LD { (LIVE_A, s.a) } else { (LIVE_X, s.x) };
         return (now == Some(v)).then_some(reg);
@@ -445,7 +723,7 @@ fn analyze(prog: &[Insn]) -> Analysis {
     let mut live_in_no_ops = vec![0u8; n];
     for pc in (0..n).rev() {
         let insn = prog[pc];
-        let out = successors(pc, insn).into_iter().fold(0, |acc, t| acc | live_in_no_ops.get(t).copied().unwrap_or(0));
+        let out = successors(pc, insn).fold(0, |acc, t| acc | live_in_no_ops.get(t).copied().unwrap_or(0));
         let (uses, defs) = match before[pc].as_ref().and_then(|s| redundant(s, insn)) {
             // A no-op that relies on the register's value.
             Some(reg) => (reg, 0),
@@ -465,6 +743,17 @@ fn thread_jumps(prog: &mut [Insn]) -> bool {
     for pc in 0..n {
         let insn = prog[pc];
         if !is_cond(insn.code) || an.before[pc].is_none() {
+            continue;
+        }
+        // Decided on every path: both edges go where it goes (removal then
+        // makes it an `ja`).
+        if let Some(taken) = an.before[pc].as_ref().and_then(|st| st.decide(insn)) {
+            let off = if taken { insn.jt } else { insn.jf };
+            if insn.jt != insn.jf {
+                prog[pc].jt = off;
+                prog[pc].jf = off;
+                changed = true;
+            }
             continue;
         }
         for taken in [true, false] {
@@ -757,7 +1046,8 @@ fn emit_chain(
 fn merge_tails(prog: &mut [Insn]) -> bool {
     let n = prog.len();
     let mut canon: Vec<usize> = (0..n).collect();
-    let mut seen: HashMap<(u16, u32, usize, usize), usize> = HashMap::new();
+    let mut seen: HashMap<(u16, u32, usize, usize), usize, BuildHasherDefault<MixHasher>> =
+        HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
     for pc in (0..n).rev() {
         let insn = prog[pc];
         let c = |t: usize| if t < n { canon[t] } else { n };
@@ -804,6 +1094,39 @@ fn merge_tails(prog: &mut [Insn]) -> bool {
         }
     }
     changed
+}
+
+/// A fast hasher for small integer keys (tail merging's table; no
+/// untrusted-key concerns: the keys come from the program itself).
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_u16(&mut self, x: u16) {
+        self.write_u64(u64::from(x));
+    }
+
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
 }
 
 /// Removal (step 4 of the module documentation). Returns whether anything
@@ -871,7 +1194,7 @@ fn removable(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
     }
     let (_, defs) = uses_defs(insn);
     let live_out =
-        successors(pc, insn).into_iter().fold(0, |acc, t| acc | an.live_in_no_ops.get(t).copied().unwrap_or(0));
+        successors(pc, insn).fold(0, |acc, t| acc | an.live_in_no_ops.get(t).copied().unwrap_or(0));
     if let Some((_, safe)) = s.load(insn) {
         return safe && live_out & defs == 0;
     }
@@ -879,7 +1202,15 @@ fn removable(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
         MISC => live_out & defs == 0,
         ALU => {
             let divides = matches!(code & 0xf0, DIV | MOD);
-            let aborts = divides && (code & X != 0 || insn.k == 0);
+            let divisor = if code & X != 0 {
+                match s.x {
+                    Some(Known::Imm(v)) => v,
+                    _ => 0,
+                }
+            } else {
+                insn.k
+            };
+            let aborts = divides && divisor == 0;
             !aborts && live_out & LIVE_A == 0
         }
         LD if code & 0xe0 == MEM => live_out & LIVE_A == 0,
@@ -1165,6 +1496,60 @@ mod tests {
         for len in 0..data.len() {
             assert_eq!(crate::interp::run(&p, &data[..len], 68), crate::interp::run(&p0, &data[..len], 68), "{len}");
         }
+    }
+
+    #[test]
+    fn scratch_reloads_of_what_a_holds_go_until_a_store() {
+        let mut p = vec![
+            s(LD | B | ABS, 2),
+            s(ST, 15),
+            s(LD | MEM, 15), // A holds M[15] already
+            j(JMP | JGT | K, 1, 0, 4),
+            s(LD | MEM, 15), // still
+            j(JMP | JSET | K, 4, 0, 2),
+            s(ST, 15),
+            s(LD | MEM, 15), // A was just stored there
+            s(RET | A, 0),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LD | B | ABS, 2),
+                s(ST, 15),
+                j(JMP | JGT | K, 1, 0, 2),
+                j(JMP | JSET | K, 4, 0, 1),
+                s(ST, 15),
+                s(RET | A, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn constant_alu_results_decide_jumps() {
+        // `ld [34]; and #0; jeq #0`: the load may abort and stays, the test
+        // always holds.
+        let mut p = vec![
+            s(LD | W | ABS, 34),
+            s(ALU | AND | K, 0),
+            j(JMP | JEQ | K, 0, 0, 1),
+            s(RET | K, 9),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(p, vec![s(LD | W | ABS, 34), s(RET | K, 9)]);
+        let mut p = vec![
+            s(LD | IMM, 6),
+            s(ALU | ADD | K, 4),
+            s(LDX | IMM, 3),
+            s(ALU | DIV | X, 0),
+            j(JMP | JEQ | K, 3, 0, 1),
+            s(RET | K, 9),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(p, vec![s(RET | K, 9)]);
     }
 
     #[test]

