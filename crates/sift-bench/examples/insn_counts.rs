@@ -7,6 +7,8 @@
 //! its cBPF optimizer; libpcap: `pcap_compile` with the optimizer on).
 //!
 //! `cargo run --release -p sift-bench --example insn_counts [-- --times [--reps N]]`
+//! (`-- --expr NAME` prints the standard filter NAME's expression, e.g. for
+//! `sift explain "$(… --expr ftp200)"`).
 //!
 //! Instruction counts are exact; times depend on the machine's load (compare
 //! the columns of one run only).
@@ -17,6 +19,18 @@ use std::time::Instant;
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(name) = args.iter().position(|a| a == "--expr").and_then(|i| args.get(i + 1)) {
+        return match sift_bench::standard_filters().into_iter().find(|f| f.name == *name) {
+            Some(f) => {
+                println!("{}", f.expr);
+                std::process::ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("no standard filter named {name}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     let times = args.iter().any(|a| a == "--times");
     let reps: usize = args
         .iter()

@@ -57,6 +57,17 @@
 //!    Constant addends of a load index move into the load's offset when the
 //!    addition cannot wrap (`u8[(13 + hlen) + 14]` is `ldxb 4*([14]&0xf);
 //!    ldb [x + 27]`), and the IPv4 header length idiom becomes `ldxb`.
+//!    Values that take at least three instructions and are computed again
+//!    where they were computed on every path before (or twice in one test),
+//!    e.g. a radiotap header length used as an index by every later test,
+//!    are *cached*: stored in a scratch word (counting down from `M[15]`,
+//!    below which the spill stack stays) where first computed and reloaded
+//!    with one `ld M[k]` afterwards. A pass over the predicate in evaluation
+//!    order (`Gen::plan_cache`) finds them and, for each test, which cached
+//!    values are available; reloading skips only loads and divisions that
+//!    already ran without aborting, so verdicts do not change. If the cache
+//!    takes a word a spill needs, or the kernel's scratch check refuses the
+//!    result, the program is compiled without it.
 //! 5. The program starts at the entry label (what comes before it in the
 //!    vector is unreachable). [`opt::optimize`](crate::opt::optimize) then
 //!    shrinks it (bounded jump threading on path facts, tail merging,
@@ -136,19 +147,36 @@ impl std::error::Error for CodegenError {}
 
 /// Compiles `pred` to a classic BPF program; see the module documentation.
 pub fn compile(pred: &Pred, opts: &CodegenOptions) -> Result<Vec<Insn>, CodegenError> {
+    match compile_with(pred, opts, true) {
+        Ok((prog, _)) => Ok(prog),
+        // Caching in scratch memory used slots a spill needed, or the
+        // kernel's scratch check refused the result: compile without.
+        Err((_, true)) => compile_with(pred, opts, false).map(|(p, _)| p).map_err(|(e, _)| e),
+        Err((e, false)) => Err(e),
+    }
+}
+
+/// [`compile`], caching repeated values in scratch memory if `cache`;
+/// the flag says whether any value was cached.
+fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<Insn>, bool), (CodegenError, bool)> {
     let snaplen = if opts.snaplen == 0 { DEFAULT_SNAPLEN } else { opts.snaplen };
     let mut g = Gen::default();
+    if cache {
+        g.plan_cache(pred);
+    }
+    let cached = !g.slots.is_empty();
+    let fail = |e| (e, cached);
     let reject = g.push_ret(0);
     let accept = g.push_ret(snaplen);
     g.reject = reject;
-    let entry = g.pred(pred, accept, reject, 0)?;
+    let entry = g.pred(pred, accept, reject, 0).map_err(fail)?;
     let mut prog: Vec<Insn> = g.rev[..=entry].iter().rev().copied().collect();
     crate::opt::optimize(&mut prog);
     if prog.len() > op::MAXINSNS {
-        return Err(CodegenError::ProgramTooLarge { len: prog.len() });
+        return Err(fail(CodegenError::ProgramTooLarge { len: prog.len() }));
     }
-    validate(&prog).map_err(CodegenError::Invalid)?;
-    Ok(prog)
+    validate(&prog).map_err(|e| fail(CodegenError::Invalid(e)))?;
+    Ok((prog, cached))
 }
 
 /// A position in the reversed program: the index of an emitted instruction.
@@ -163,7 +191,6 @@ enum Item {
     Guard(u32),
 }
 
-#[derive(Default)]
 struct Gen {
     /// The program, last instruction first.
     rev: Vec<Insn>,
@@ -175,6 +202,33 @@ struct Gen {
     trampolines: HashMap<Label, Label>,
     /// Scratch words in use (the evaluation stack's depth).
     scratch: u32,
+    /// Values cached in scratch memory, by slot (slots count down from
+    /// the last word; the evaluation stack stays below them).
+    slots: HashMap<Value, u32>,
+    /// The lowest slot used by the cache (`MEMWORDS` if none).
+    cache_floor: u32,
+    /// For each test (by address), the cached values (a mask of slots)
+    /// computed on every path reaching it.
+    avail: HashMap<*const Test, u16>,
+    /// The cached values A can be reloaded from scratch memory at this
+    /// point of the test being compiled.
+    ready: u16,
+}
+
+impl Default for Gen {
+    fn default() -> Self {
+        Gen {
+            rev: Vec::new(),
+            reject: 0,
+            rets: HashMap::new(),
+            trampolines: HashMap::new(),
+            scratch: 0,
+            slots: HashMap::new(),
+            cache_floor: op::MEMWORDS,
+            avail: HashMap::new(),
+            ready: 0,
+        }
+    }
 }
 
 impl Gen {
@@ -312,9 +366,11 @@ impl Gen {
         if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
             return self.protochain_test(t, yes, no);
         }
+        self.ready = self.avail.get(&(t as *const Test)).copied().unwrap_or(0);
         let mut items = Vec::new();
-        let (code, k, swapped) = match (fold(&t.lhs), fold(&t.rhs)) {
-            (Some(a), Some(b)) => {
+        let (code, k, swapped) = match self.test_items(t, &mut items)? {
+            None => {
+                let (a, b) = (fold(&t.lhs).unwrap_or(0), fold(&t.rhs).unwrap_or(0));
                 let holds = match t.op {
                     CmpOp::Eq => a == b,
                     CmpOp::Gt => a > b,
@@ -323,18 +379,7 @@ impl Gen {
                 };
                 return Ok(if holds { yes } else { no });
             }
-            (_, Some(k)) => {
-                self.value(&t.lhs, false, &mut items)?;
-                (op::K, k, false)
-            }
-            (Some(k), None) => {
-                self.value(&t.rhs, false, &mut items)?;
-                (op::K, k, true)
-            }
-            (None, None) => {
-                let swapped = self.operands(&t.lhs, &t.rhs, true, false, &mut items)?;
-                (op::X, 0, swapped)
-            }
+            Some(x) => x,
         };
         // With the operands swapped (A = rhs), `l > r` is `!(A >= l)` and
         // `l >= r` is `!(A > l)`; `==` and `&` are symmetric.
@@ -348,6 +393,28 @@ impl Gen {
         };
         self.cond(op::JMP | jop | code, k, yes, no);
         Ok(self.block(&items))
+    }
+
+    /// Appends the straight-line code of a test that neither aborts on
+    /// every packet nor involves `protochain`, and returns the jump's
+    /// operand form, `k` and whether the operands were swapped; `None` if
+    /// both sides are constants.
+    fn test_items(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
+        Ok(Some(match (fold(&t.lhs), fold(&t.rhs)) {
+            (Some(_), Some(_)) => return Ok(None),
+            (_, Some(k)) => {
+                self.value(&t.lhs, false, items)?;
+                (op::K, k, false)
+            }
+            (Some(k), None) => {
+                self.value(&t.rhs, false, items)?;
+                (op::K, k, true)
+            }
+            (None, None) => {
+                let swapped = self.operands(&t.lhs, &t.rhs, true, false, items)?;
+                (op::X, 0, swapped)
+            }
+        }))
     }
 
     /// A test of a [`Value::Protochain`] against a constant: the walk,
@@ -437,8 +504,26 @@ impl Gen {
     }
 
     /// Appends code leaving `v` in A. With `keep_x`, X must survive (the
-    /// caller only asks this for values that do not need X).
+    /// caller only asks this for values that do not need X). A cached
+    /// value is reloaded from its slot when it was computed before on every
+    /// path, else computed and stored there.
     fn value(&mut self, v: &Value, keep_x: bool, out: &mut Vec<Item>) -> Result<(), CodegenError> {
+        if let Some(&slot) = self.slots.get(v) {
+            let bit = 1u16 << slot;
+            if self.ready & bit != 0 {
+                out.push(Item::Insn(Insn::stmt(op::LD | op::MEM, slot)));
+            } else {
+                self.compute(v, keep_x, out)?;
+                out.push(Item::Insn(Insn::stmt(op::ST, slot)));
+                self.ready |= bit;
+            }
+            return Ok(());
+        }
+        self.compute(v, keep_x, out)
+    }
+
+    /// [`Gen::value`] without looking at the cache for `v` itself.
+    fn compute(&mut self, v: &Value, keep_x: bool, out: &mut Vec<Item>) -> Result<(), CodegenError> {
         let mut emit = |code: u16, k: u32| out.push(Item::Insn(Insn::stmt(code, k)));
         if let Some(c) = fold(v) {
             emit(op::LD | op::IMM, c);
@@ -578,11 +663,258 @@ impl Gen {
     }
 
     fn alloc(&mut self) -> Result<u32, CodegenError> {
-        if self.scratch >= op::MEMWORDS {
+        if self.scratch >= self.cache_floor {
             return Err(CodegenError::TooManyRegisters);
         }
         self.scratch += 1;
         Ok(self.scratch - 1)
+    }
+}
+
+/// Values cheaper than this many instructions are recomputed rather than
+/// cached in scratch memory (a reload is one instruction, a store one more).
+const MIN_CACHED_COST: usize = 3;
+
+/// Pass 1 of [`Gen::plan_cache`]: the candidate values (by id) and how
+/// often each is used where it was computed before.
+#[derive(Default)]
+struct Candidates<'p> {
+    ids: HashMap<&'p Value, usize>,
+    cost: Vec<usize>,
+    reuse: Vec<u32>,
+    /// The deepest evaluation stack a test needs (scratch words).
+    max_need: u32,
+}
+
+/// Is computing `v` surely shorter than [`MIN_CACHED_COST`]? (A quick
+/// check before measuring.)
+fn cheap(v: &Value) -> bool {
+    match v {
+        Value::Const(_) | Value::Len | Value::Load { index: None, .. } => true,
+        Value::Load { index: Some(i), offset, .. } => {
+            // `ldxb 4*([k]&0xf); ld [x + k]`, or a constant index.
+            matches!(**i, Value::Const(_)) || header_len_offset(peel(i, *offset).0).is_some()
+        }
+        _ => header_len_offset(v).is_some(),
+    }
+}
+
+/// A set of candidate ids, sorted.
+type Ids = Vec<usize>;
+
+fn union(a: &[usize], b: &[usize]) -> Ids {
+    let mut v: Ids = a.iter().chain(b).copied().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn intersection(a: &[usize], b: &[usize]) -> Ids {
+    a.iter().copied().filter(|x| b.binary_search(x).is_ok()).collect()
+}
+
+impl Gen {
+    /// Chooses the values to cache in scratch memory and, for each test,
+    /// which cached values were computed on every path reaching it.
+    ///
+    /// A value (an expression of at least [`MIN_CACHED_COST`] instructions)
+    /// is worth a slot if a test computes it twice or computes it after
+    /// another test computed it on every path before. Such a value is stored
+    /// where it is first computed and reloaded afterwards: reloading skips
+    /// only loads and divisions that already ran without aborting, so the
+    /// verdicts do not change.
+    fn plan_cache(&mut self, pred: &Pred) {
+        let mut cands = Candidates::default();
+        self.reuse_walk(pred, &[], &mut cands, 0);
+        let mut chosen: Vec<usize> = (0..cands.cost.len()).filter(|&i| cands.reuse[i] > 0).collect();
+        if chosen.is_empty() {
+            return;
+        }
+        let room = op::MEMWORDS.saturating_sub(cands.max_need) as usize;
+        chosen.sort_by_key(|&i| std::cmp::Reverse((cands.cost[i] as u64) * u64::from(cands.reuse[i])));
+        chosen.truncate(room);
+        let by_id: HashMap<usize, &Value> = cands.ids.iter().map(|(v, &i)| (i, *v)).collect();
+        for (n, i) in chosen.iter().enumerate() {
+            if let Some(v) = by_id.get(i) {
+                self.slots.insert((*v).clone(), op::MEMWORDS - 1 - n as u32);
+            }
+        }
+        if self.slots.is_empty() {
+            return;
+        }
+        self.cache_floor = op::MEMWORDS - self.slots.len() as u32;
+        self.avail_walk(pred, 0, 0);
+        self.ready = 0;
+        self.scratch = 0;
+    }
+
+    /// Does [`Gen::test`] compile `t` through [`Gen::test_items`]?
+    fn plain_test(t: &Test, depth: usize) -> bool {
+        depth <= MAX_DEPTH
+            && within_depth(&t.lhs, MAX_DEPTH - depth)
+            && within_depth(&t.rhs, MAX_DEPTH - depth)
+            && !aborts(&t.lhs)
+            && !aborts(&t.rhs)
+            && !has_protochain(&t.lhs)
+            && !has_protochain(&t.rhs)
+    }
+
+    /// The instructions computing `v` takes (without caching).
+    fn cost(&mut self, v: &Value) -> usize {
+        let mut items = Vec::new();
+        let saved = self.scratch;
+        let ok = self.compute(v, false, &mut items).is_ok();
+        self.scratch = saved;
+        if ok {
+            items.len()
+        } else {
+            0
+        }
+    }
+
+    /// Pushes the values computing `v` computes through [`Gen::value`] that
+    /// are worth caching (a value's parts cost less than the value).
+    fn candidates<'p>(&mut self, v: &'p Value, out: &mut Vec<&'p Value>) {
+        if cheap(v) || self.cost(v) < MIN_CACHED_COST {
+            return;
+        }
+        out.push(v);
+        match v {
+            Value::Load { index: Some(i), offset, .. } if fold(i).is_none() => {
+                let (rest, _) = peel(i, *offset);
+                self.candidates(rest, out);
+            }
+            Value::Neg(a) => self.candidates(a, out),
+            Value::Bin(_, l, r) => {
+                self.candidates(l, out);
+                self.candidates(r, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Pass 1: walks `p` in evaluation order with the candidates computed
+    /// on every path so far; returns those computed when `p` holds and when
+    /// it does not.
+    fn reuse_walk<'p>(&mut self, p: &'p Pred, avail: &[usize], c: &mut Candidates<'p>, depth: usize) -> (Ids, Ids) {
+        if depth > MAX_DEPTH {
+            return (avail.to_vec(), avail.to_vec());
+        }
+        match p {
+            Pred::True | Pred::False => (avail.to_vec(), avail.to_vec()),
+            Pred::Not(q) => {
+                let (t, f) = self.reuse_walk(q, avail, c, depth + 1);
+                (f, t)
+            }
+            Pred::And(v) | Pred::Or(v) => {
+                let and = matches!(p, Pred::And(_));
+                let mut cur = avail.to_vec();
+                let mut other: Option<Ids> = None;
+                for q in v {
+                    let (t, f) = self.reuse_walk(q, &cur, c, depth + 1);
+                    let (go_on, leave) = if and { (t, f) } else { (f, t) };
+                    other = Some(match other {
+                        None => leave,
+                        Some(o) => intersection(&o, &leave),
+                    });
+                    cur = go_on;
+                }
+                let other = other.unwrap_or_else(|| avail.to_vec());
+                if and {
+                    (cur, other)
+                } else {
+                    (other, cur)
+                }
+            }
+            Pred::Test(t) => {
+                if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
+                    c.max_need = c.max_need.max(1);
+                }
+                if !Self::plain_test(t, depth) {
+                    return (avail.to_vec(), avail.to_vec());
+                }
+                let need = match (fold(&t.lhs), fold(&t.rhs)) {
+                    (Some(_), Some(_)) => 0,
+                    (_, Some(_)) => need(&t.lhs),
+                    (Some(_), None) => need(&t.rhs),
+                    (None, None) => plan(&t.lhs, &t.rhs, true, false).1,
+                };
+                c.max_need = c.max_need.max(need);
+                let mut found = Vec::new();
+                self.candidates(&t.lhs, &mut found);
+                self.candidates(&t.rhs, &mut found);
+                if found.is_empty() {
+                    return (avail.to_vec(), avail.to_vec());
+                }
+                let mut here: Ids = Vec::new();
+                for v in found {
+                    let next = c.ids.len();
+                    let id = *c.ids.entry(v).or_insert(next);
+                    if id == next {
+                        c.cost.push(self.cost(v));
+                        c.reuse.push(0);
+                    }
+                    if avail.binary_search(&id).is_ok() || here.contains(&id) {
+                        c.reuse[id] += 1;
+                    }
+                    here.push(id);
+                }
+                here.sort_unstable();
+                let after = union(avail, &here);
+                (after.clone(), after)
+            }
+        }
+    }
+
+    /// Pass 3: walks `p` in evaluation order with the cached values
+    /// computed on every path so far (a mask of slots), records it for each
+    /// test and returns the masks when `p` holds and when it does not. Each
+    /// test is compiled to a scratch buffer exactly as it will be, to see
+    /// what it stores.
+    fn avail_walk(&mut self, p: &Pred, avail: u16, depth: usize) -> (u16, u16) {
+        if depth > MAX_DEPTH {
+            return (avail, avail);
+        }
+        match p {
+            Pred::True | Pred::False => (avail, avail),
+            Pred::Not(q) => {
+                let (t, f) = self.avail_walk(q, avail, depth + 1);
+                (f, t)
+            }
+            Pred::And(v) | Pred::Or(v) => {
+                let and = matches!(p, Pred::And(_));
+                let mut cur = avail;
+                let mut other = u16::MAX;
+                for q in v {
+                    let (t, f) = self.avail_walk(q, cur, depth + 1);
+                    let (go_on, leave) = if and { (t, f) } else { (f, t) };
+                    other &= leave;
+                    cur = go_on;
+                }
+                if v.is_empty() {
+                    other = avail;
+                }
+                if and {
+                    (cur, other)
+                } else {
+                    (other, cur)
+                }
+            }
+            Pred::Test(t) => {
+                if !Self::plain_test(t, depth) {
+                    return (avail, avail);
+                }
+                self.avail.insert(t as *const Test, avail);
+                self.ready = avail;
+                self.scratch = 0;
+                let mut items = Vec::new();
+                let after = match self.test_items(t, &mut items) {
+                    Ok(_) => self.ready,
+                    Err(_) => avail,
+                };
+                (after, after)
+            }
+        }
     }
 }
 
@@ -1069,6 +1401,59 @@ mod tests {
             assert_eq!(expect, want);
             assert_eq!(crate::interp::run(&prog, &data, 400) != 0, want);
         }
+    }
+
+    /// Every truncation of a few pseudo-random packets: the program's
+    /// verdict equals the reference evaluator's.
+    fn check_exact(p: &Pred, prog: &[Insn]) {
+        let mut seed = 0x9e37_79b9_u32;
+        for round in 0..64 {
+            let mut data = [0u8; 48];
+            for b in data.iter_mut() {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                // Small bytes make small radiotap-like lengths.
+                *b = if round % 2 == 0 { (seed % 12) as u8 } else { seed as u8 };
+            }
+            for len in 0..=data.len() {
+                let view = PacketView { data: &data[..len], wire_len: 48 };
+                let want = sift_ir::matches(p, view);
+                assert_eq!(crate::interp::run(prog, &data[..len], 48) != 0, want, "{p:?} on {:?}", &data[..len]);
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_values_are_cached_in_scratch_memory() {
+        // A radiotap-like header length, used by several tests.
+        let hlen = || ld(Size::Byte, 2).bin(BinOp::Or, ld(Size::Byte, 3).bin(BinOp::Shl, Value::Const(8)));
+        let at = |size, off| Value::load_indexed(size, hlen(), off);
+        let a = Pred::eq(at(Size::Byte, 0), 8);
+        let b = Pred::test(at(Size::Half, 4), CmpOp::Gt, Value::Const(3));
+        let c = Pred::eq(at(Size::Byte, 1), 1).or(Pred::eq(at(Size::Byte, 1), 2));
+        let p = a.clone().and(b.clone()).and(c.clone());
+        let prog = compile_default(&p);
+        let text = dump_d(&prog);
+        assert_eq!(text.matches("lsh      #8").count(), 1, "{text}");
+        assert!(text.contains("st       M[15]") && text.contains("ld       M[15]"), "{text}");
+        check_exact(&p, &prog);
+        // Not computed on every path before the second alternative: it is
+        // computed again there.
+        let first = Pred::eq(ld(Size::Byte, 0), 1).and(a.clone());
+        let p = first.or(c.clone());
+        let prog = compile_default(&p);
+        assert_eq!(dump_d(&prog).matches("lsh      #8").count(), 2, "{}", dump_d(&prog));
+        check_exact(&p, &prog);
+        // Twice in one test, under `not`, after an `or`.
+        let twice = Pred::test(at(Size::Byte, 0), CmpOp::Gt, at(Size::Byte, 1));
+        for p in [twice.clone(), a.clone().or(b.clone()).and(twice.clone().not()), c.clone().and(b.clone().or(twice))] {
+            let prog = compile_default(&p);
+            check_exact(&p, &prog);
+        }
+        // A cheap value is not cached.
+        let ip = Pred::eq(ld(Size::Half, 12), 0x800);
+        assert!(!d(&ip.clone().and(ip.not())).contains("M["));
     }
 
     #[test]
