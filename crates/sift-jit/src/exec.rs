@@ -7,7 +7,9 @@
 //!
 //! Installing code costs system calls, which dominate the compile time of
 //! small filters. Code that fits in one page therefore takes a page from a
-//! process-wide pool of read + write pages (mapped 16 at a time), so that
+//! process-wide pool of read + write pages (mapped 16 at a time, each
+//! between inaccessible guard pages so that it is a kernel mapping of its
+//! own and `mprotect` never splits or merges mappings), so that
 //! installing it is a single `mprotect`; when the filter is dropped, its
 //! page is made read + write again (no longer executable) and goes back to
 //! the pool, or is unmapped if the pool is full. Larger code gets a mapping
@@ -78,17 +80,60 @@ fn map_rw(len: usize, populate: bool) -> io::Result<*mut u8> {
 }
 
 /// A free read + write page from the pool, mapping more if it is empty.
+///
+/// Pool pages alternate with inaccessible guard pages: a chunk is mapped
+/// inaccessible, then every other page is made read + write and faulted
+/// in. Each pool page is thus a mapping (kernel VMA) of its own that can
+/// never merge with a neighbour, so switching it between read + write and
+/// read + execute changes one VMA in place instead of splitting the
+/// chunk's mapping and merging it back on every compile and drop, which
+/// is what made the `mprotect` cost several microseconds. A pool page is
+/// released together with the guard page after it (`2 * page` bytes).
 fn take_page(page: usize) -> io::Result<*mut u8> {
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(addr) = pool.pop() {
         return Ok(addr as *mut u8);
     }
     let len = page
-        .checked_mul(POOL_CHUNK)
+        .checked_mul(2 * POOL_CHUNK)
         .ok_or_else(|| io::Error::new(io::ErrorKind::OutOfMemory, "page size"))?;
-    let base = map_rw(len, true)?;
+    // SAFETY: an anonymous private inaccessible mapping at an address of
+    // the kernel's choosing; it aliases no Rust object. Checked below.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let base = base.cast::<u8>();
+    let mut pages = Vec::with_capacity(POOL_CHUNK);
+    for i in 0..POOL_CHUNK {
+        // SAFETY: page `2 * i` of the mapping just made; nothing else
+        // refers to it.
+        let p = unsafe { base.add(2 * i * page) };
+        // SAFETY: one whole page of the mapping owned here.
+        let rc = unsafe { libc::mprotect(p.cast(), page, libc::PROT_READ | libc::PROT_WRITE) };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: the whole chunk is still owned here; no page of it
+            // was handed out.
+            unsafe { libc::munmap(base.cast(), len) };
+            return Err(err);
+        }
+        // Fault the page in now rather than on the first compile using it.
+        // SAFETY: `p` is a read + write page owned here.
+        unsafe { p.write_volatile(0) };
+        pages.push(p as usize);
+    }
     // Hand out the first page, keep the others.
-    pool.extend((1..POOL_CHUNK).map(|i| base as usize + i * page));
+    pool.extend(pages.iter().skip(1));
     Ok(base)
 }
 
@@ -180,11 +225,13 @@ impl Drop for ExecBuffer {
                 }
             }
         }
-        // SAFETY: `ptr`/`map_len` describe whole pages owned by `self`
-        // (part of a pool chunk or a mapping of its own); no reference into
-        // them outlives `self`. A failure cannot be handled.
+        // A pool page goes together with the guard page after it.
+        let len = if self.pooled { 2 * self.map_len } else { self.map_len };
+        // SAFETY: `ptr`/`len` describe whole pages owned by `self` (a pool
+        // page and its guard page, or a mapping of its own); no reference
+        // into them outlives `self`. A failure cannot be handled.
         unsafe {
-            libc::munmap(self.ptr.cast::<libc::c_void>(), self.map_len);
+            libc::munmap(self.ptr.cast::<libc::c_void>(), len);
         }
     }
 }

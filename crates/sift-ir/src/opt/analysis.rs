@@ -28,6 +28,32 @@ pub fn atoms<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
     }
 }
 
+/// Calls `f` on each atom of `v`, in the order [`atoms`] lists them,
+/// until `f` returns `false`; returns whether every call returned `true`.
+/// The same as walking [`atoms`]'s list, without allocating one.
+pub fn atoms_all(v: &Value, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    match v {
+        Value::Const(_) | Value::Len => true,
+        Value::Load { index, .. } => f(v) && index.as_deref().is_none_or(|i| atoms_all(i, f)),
+        Value::Bin(op, a, b) => {
+            let can_abort = matches!(op, BinOp::Div | BinOp::Mod) && !matches!(**b, Value::Const(k) if k != 0);
+            (!can_abort || f(v)) && atoms_all(a, f) && atoms_all(b, f)
+        }
+        Value::Neg(a) => atoms_all(a, f),
+        Value::Protochain { .. } => f(v),
+    }
+}
+
+/// [`atoms_all`] over every test of `p`, in evaluation order.
+pub fn pred_atoms_all(p: &Pred, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    match p {
+        Pred::True | Pred::False => true,
+        Pred::Test(t) => atoms_all(&t.lhs, f) && atoms_all(&t.rhs, f),
+        Pred::Not(q) => pred_atoms_all(q, f),
+        Pred::And(v) | Pred::Or(v) => v.iter().all(|q| pred_atoms_all(q, f)),
+    }
+}
+
 /// The atoms of both operands of a test.
 pub fn test_atoms<'a>(t: &'a Test, out: &mut Vec<&'a Value>) {
     atoms(&t.lhs, out);

@@ -27,8 +27,11 @@
 //! once for all of them.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 
-use super::analysis::{decide_in_range, first_test, pred_atoms, proven_len, range, test_atoms, within};
+use super::analysis::{
+    atoms_all, decide_in_range, first_test, pred_atoms, pred_atoms_all, proven_len, range, test_atoms, within,
+};
 use super::factor::eq_set;
 use crate::pred::{CmpOp, Pred, Test, Value};
 
@@ -73,11 +76,59 @@ enum Undo {
     Fact(Value),
 }
 
+/// A small, fast hasher for the path-fact maps: keys are values of the
+/// filter being compiled (a few words each), so the keyed SipHash of the
+/// standard maps, whose cost dominated small compiles, buys nothing here.
+/// Each word is mixed in with a rotate, an xor and a multiplication by an
+/// odd constant (a multiplicative hash).
+#[derive(Default, Clone, Copy)]
+struct WordHasher(u64);
+
+impl WordHasher {
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.mix(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        for &b in chunks.remainder() {
+            self.mix(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.mix(u64::from(n));
+    }
+    fn write_u16(&mut self, n: u16) {
+        self.mix(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.mix(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.mix(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.mix(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        // Fold the well-mixed high bits down: hashbrown uses the top 7 bits
+        // as tags and the low bits as the bucket index.
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+type FastBuild = BuildHasherDefault<WordHasher>;
+
 #[derive(Default)]
 struct Env {
     len: u32,
-    done: HashSet<Value>,
-    facts: HashMap<Value, Vec<Fact>>,
+    done: HashSet<Value, FastBuild>,
+    facts: HashMap<Value, Vec<Fact>, FastBuild>,
     log: Vec<Undo>,
 }
 
@@ -103,27 +154,31 @@ impl Env {
         }
     }
 
+    /// The facts list of `v`, created empty if missing (without cloning
+    /// `v` when it is present).
+    fn facts_of(&mut self, v: &Value) -> &mut Vec<Fact> {
+        if !self.facts.contains_key(v) {
+            self.facts.insert(v.clone(), Vec::new());
+        }
+        self.facts.get_mut(v).expect("just inserted")
+    }
+
     fn covered(&self, a: &Value) -> bool {
         within(a, self.len) || self.done.contains(a)
     }
 
     fn test_covered(&self, t: &Test) -> bool {
-        let mut v = Vec::new();
-        test_atoms(t, &mut v);
-        v.iter().all(|a| self.covered(a))
+        let mut covered = |a: &Value| self.covered(a);
+        atoms_all(&t.lhs, &mut covered) && atoms_all(&t.rhs, &mut covered)
     }
 
     fn pred_covered(&self, p: &Pred) -> bool {
-        let mut v = Vec::new();
-        pred_atoms(p, &mut v);
-        v.iter().all(|a| self.covered(a))
+        pred_atoms_all(p, &mut |a| self.covered(a))
     }
 
     /// Records that the atoms of `t` evaluated without aborting.
     fn evaluated(&mut self, t: &Test) {
-        let mut v = Vec::new();
-        test_atoms(t, &mut v);
-        for a in v {
+        let mut record = |a: &Value| {
             let l = proven_len(a);
             if l > self.len {
                 self.log.push(Undo::Len(self.len));
@@ -133,7 +188,10 @@ impl Env {
                 self.done.insert(a.clone());
                 self.log.push(Undo::Done(a.clone()));
             }
-        }
+            true
+        };
+        atoms_all(&t.lhs, &mut record);
+        atoms_all(&t.rhs, &mut record);
     }
 
     /// Records what `p` evaluating to `outcome` (without aborting) proves.
@@ -142,7 +200,7 @@ impl Env {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
                 self.evaluated(t);
-                let fs = self.facts.entry(t.lhs.clone()).or_default();
+                let fs = self.facts_of(&t.lhs);
                 if fs.len() < MAX_FACTS_PER_VALUE {
                     fs.push(Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
                     self.log.push(Undo::Fact(t.lhs.clone()));
@@ -154,7 +212,7 @@ impl Env {
             Pred::Or(_) if eq_set(p).is_some() => {
                 if let (Some(t), Some((value, ks))) = (first_test(p), eq_set(p)) {
                     self.evaluated(t);
-                    let fs = self.facts.entry(value.clone()).or_default();
+                    let fs = self.facts_of(value);
                     if fs.len() < MAX_FACTS_PER_VALUE {
                         fs.push(Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
                         self.log.push(Undo::Fact(value.clone()));
