@@ -7,13 +7,15 @@
 //!
 //! ```text
 //! sudo cargo run --release -p sift-capture --example capture_bench -- \
-//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB]
+//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES]
 //! ```
 //!
 //! Defaults: 2,000,000 packets per rate; rates `100000,200000,400000,max`
 //! (packets per second, `max` = unthrottled); `udp dst port 1000` (half of
 //! the flood matches); 2 sender threads; 4096 KiB rings (a smaller ring
-//! shows the kernel's drops at the rates this sender reaches). The sender is this program in the
+//! shows the kernel's drops at the rates this sender reaches); 60-byte
+//! frames (up to 1514: larger frames fill the rings sooner at the same
+//! packet rate, so that drops show). The sender is this program in the
 //! other namespace: each thread has its own AF_PACKET socket with
 //! `PACKET_QDISC_BYPASS` (frames go straight to the veth driver) and sends
 //! a pre-built batch of 1,024 frames 64 at a time with `sendmmsg`.
@@ -52,32 +54,32 @@ impl Drop for Pair {
 }
 
 /// The frames of the flood: UDP to port 1000 and 2000 alternately, many
-/// source ports.
-fn frame(n: u64) -> Vec<u8> {
+/// source ports, `size` bytes each (at least 60).
+fn frame(n: u64, size: usize) -> Vec<u8> {
+    let size = size.clamp(60, 1514);
+    let ip_len = (size - 14) as u16;
+    let udp_len = ip_len - 20;
     let mut f = vec![0xff; 6];
     f.extend_from_slice(&[0x02, 0x53, 0, 0, 0, 1, 0x08, 0x00]);
     let dport: u16 = if n.is_multiple_of(2) { 1000 } else { 2000 };
     let sport = 1024 + (n % 50_000) as u16;
-    f.extend_from_slice(&[
-        0x45, 0, 0, 46, 0, 1, 0, 0, 64, 17, 0, 0, 10, 253, 0, 1, 10, 253, 0, 2,
-    ]);
+    f.extend_from_slice(&[0x45, 0]);
+    f.extend_from_slice(&ip_len.to_be_bytes());
+    f.extend_from_slice(&[0, 1, 0, 0, 64, 17, 0, 0, 10, 253, 0, 1, 10, 253, 0, 2]);
     f.extend_from_slice(&sport.to_be_bytes());
     f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&[0, 26, 0, 0]);
-    f.extend_from_slice(&[0x5a; 18]);
+    f.extend_from_slice(&udp_len.to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.resize(size, 0x5a);
     f
 }
 
-/// The ring sift gets for `kib` KiB (tcpdump gets `-B kib`): blocks of
-/// 1 MiB (64 KiB below 4 MiB), retired after 1 s at the latest (what
-/// `sift -w FILE` uses without `-U`, and what libpcap sets up for tcpdump).
+/// The ring sift gets for `kib` KiB (tcpdump gets `-B kib`), as `sift -B`
+/// sets it up ([`RingConfig::for_buffer`]: 8 blocks of 64 KiB–1 MiB),
+/// blocks retired after 1 s at the latest (what `sift -w FILE` uses without
+/// `-U`, and what libpcap sets up for tcpdump).
 fn ring(kib: u32) -> RingConfig {
-    let block_size: u32 = if kib >= 4096 { 1 << 20 } else { 64 << 10 };
-    RingConfig {
-        block_size,
-        block_count: (kib * 1024 / block_size).max(1),
-        block_timeout_ms: 1000,
-    }
+    RingConfig::for_buffer(u64::from(kib) * 1024, 1000)
 }
 
 /// The child mode: `capture_bench --sift-child IFACE EXPR KIB` runs sift's
@@ -164,7 +166,8 @@ fn main() {
     if argv.get(1).map(String::as_str) == Some("--flood") {
         let n = argv[3].parse().expect("count");
         let threads = argv[5].parse().expect("threads");
-        flood(&argv[2], n, argv[4].parse().ok(), threads);
+        let size = argv[6].parse().expect("frame bytes");
+        flood(&argv[2], n, argv[4].parse().ok(), threads, size);
         return;
     }
     let packets: u64 = argv
@@ -183,6 +186,7 @@ fn main() {
         .unwrap_or_else(|| "udp dst port 1000".into());
     let threads: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(2);
     let kib: u32 = argv.get(5).and_then(|s| s.parse().ok()).unwrap_or(4096);
+    let size: usize = argv.get(6).and_then(|s| s.parse().ok()).unwrap_or(60);
 
     let id = std::process::id();
     let pair = Pair {
@@ -213,7 +217,7 @@ fn main() {
     let exe = std::env::current_exe().unwrap();
     let mpkts = packets as f64 / 1e6;
     println!(
-        "filter {expr:?}, {packets} packets per rate, {threads} sender threads, {kib} KiB ring each"
+        "filter {expr:?}, {packets} packets of {size} bytes per rate, {threads} sender threads, {kib} KiB ring each"
     );
     println!("| offered (achieved) | sift captured / kernel drops / sift drops / CPU s per Mpkt | tcpdump captured / kernel drops / CPU s per Mpkt | sift CPU / tcpdump CPU |");
     println!("|---|---|---|---|");
@@ -256,10 +260,11 @@ fn main() {
                 &packets.to_string(),
                 &rate.map_or("max".into(), |r| r.to_string()),
                 &threads.to_string(),
+                &size.to_string(),
             ])
             .status();
         let elapsed = start.elapsed();
-        // Both ring timeouts (sift 50 ms, tcpdump 1 s) pass before the stop.
+        // Both ring timeouts (1 s) pass before the stop.
         thread::sleep(Duration::from_millis(1500));
         let (sift_cpu, sift_text) = stop(sift, sift_err);
         let (td_cpu, td_text) = stop(td, td_err);
@@ -295,9 +300,9 @@ fn main() {
 
 /// Sends `packets` frames from `threads` threads (each its own socket,
 /// qdisc bypassed), `rate` packets per second in total if given.
-fn flood(iface: &str, packets: u64, rate: Option<u64>, threads: usize) {
+fn flood(iface: &str, packets: u64, rate: Option<u64>, threads: usize, size: usize) {
     let threads = threads.max(1);
-    let frames: Vec<Vec<u8>> = (0..1024).map(frame).collect();
+    let frames: Vec<Vec<u8>> = (0..1024).map(|n| frame(n, size)).collect();
     let start = Instant::now();
     thread::scope(|s| {
         for t in 0..threads {

@@ -80,6 +80,25 @@ impl Default for RingConfig {
     }
 }
 
+impl RingConfig {
+    /// A ring of about `bytes` (tcpdump's `-B`) in 8 blocks (power-of-two
+    /// sizes, 64 KiB to 1 MiB; more blocks above 8 MiB): smaller blocks go
+    /// back to the kernel sooner, so a reader that falls behind for a
+    /// moment loses less; larger ones mean fewer wakeups (libpcap uses 16
+    /// blocks of 256 KiB for tcpdump's default 4 MiB).
+    pub fn for_buffer(bytes: u64, block_timeout_ms: u32) -> RingConfig {
+        let per_block = (bytes / 8).clamp(64 << 10, 1 << 20);
+        // The largest power of two not above per_block.
+        let block_size = 1u32 << (63 - per_block.leading_zeros());
+        let block_count = u32::try_from((bytes / u64::from(block_size)).max(2)).unwrap_or(u32::MAX);
+        RingConfig {
+            block_size,
+            block_count,
+            block_timeout_ms,
+        }
+    }
+}
+
 /// What to capture and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -886,6 +905,7 @@ pub struct Block<'c> {
 }
 
 impl Block<'_> {
+
     /// The packets of the block that pass the filter, rebuilt in place
     /// (VLAN tags back, SLL2 headers) and truncated to the snapshot length.
     /// A block can be iterated once: a second call yields nothing.
@@ -1237,6 +1257,19 @@ mod tests {
         assert!(l
             .lines()
             .all(|x| x.split('.').next().unwrap().parse::<u32>().is_ok()));
+    }
+
+    #[test]
+    fn ring_for_buffer_sizes() {
+        let r = |kib: u64| {
+            let c = RingConfig::for_buffer(kib << 10, 1000);
+            (c.block_size >> 10, c.block_count)
+        };
+        assert_eq!(r(4096), (512, 8));
+        assert_eq!(r(256), (64, 4));
+        assert_eq!(r(2000), (128, 15));
+        assert_eq!(r(65536), (1024, 64));
+        assert_eq!(r(1), (64, 2));
     }
 
     #[test]

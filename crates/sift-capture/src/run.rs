@@ -232,7 +232,16 @@ fn capture_blocks(
     let limit = args.count.unwrap_or(u64::MAX);
     let counting = args.count.is_some();
     let timeout = u64::from(cap.ring.block_timeout_ms);
-    let tick = i32::try_from(timeout.clamp(1, 100)).unwrap_or(100);
+    // How long a wait for a block may last. Signals interrupt it (the
+    // handlers do not restart system calls), so only updates to apply and
+    // the `-c` budget of other workers need a short one; otherwise one
+    // wakeup per block timeout when idle (tcpdump: none).
+    let longest = if worker.updates.is_some() || worker.shared_budget.is_some() {
+        100
+    } else {
+        1000
+    };
+    let tick = i32::try_from(timeout.clamp(1, longest)).unwrap_or(100);
     let mut deadline: Option<Instant> = None;
     while taken.load(Ordering::Relaxed) < limit {
         if deadline.is_none() && sys::stop_requested() {
@@ -248,13 +257,17 @@ fn capture_blocks(
             continue;
         };
         let mut budget_spent = false;
-        // The shared count is only kept when there is a limit.
-        let mut packets = block.packets().take_while(|_| {
-            budget_spent = counting && taken.fetch_add(1, Ordering::Relaxed) >= limit;
-            !budget_spent
-        });
-        let done = on_block(&mut packets).map_err(|e| format!("write error: {e}"))?;
-        drop(packets);
+        let done = if counting {
+            // The shared count is only kept when there is a limit.
+            let mut packets = block.packets().take_while(|_| {
+                budget_spent = taken.fetch_add(1, Ordering::Relaxed) >= limit;
+                !budget_spent
+            });
+            on_block(&mut packets)
+        } else {
+            on_block(&mut block.packets())
+        };
+        let done = done.map_err(|e| format!("write error: {e}"))?;
         captured += done.packets;
         if done.stop || budget_spent {
             break;
@@ -278,88 +291,142 @@ fn write_all_vectored(out: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Res
     Ok(())
 }
 
+/// Packets up to this many bytes are copied next to their record header
+/// (one slice for a run of them); longer ones are written from the ring.
+const COPY_MAX: usize = 256;
+/// Staging buffer for record headers and short packets.
+const STAGE_BYTES: usize = 64 << 10;
+/// Slices per `writev`: 512 × 16 bytes keeps the kernel's copy of the
+/// vector in its small-object allocator (a larger one goes to the page
+/// allocator on every call).
+const MAX_SLICES: usize = 512;
+
+/// One slice of a `writev`: bytes of the staging buffer, or packet bytes
+/// in the ring.
+#[derive(Clone, Copy)]
+enum Piece<'a> {
+    Staged(usize, usize),
+    Ring(&'a [u8]),
+}
+
+/// The pieces of the next `writev`, in file order.
+struct Pieces<'a> {
+    list: [Piece<'a>; MAX_SLICES],
+    len: usize,
+}
+
+impl<'a> Pieces<'a> {
+    fn new() -> Self {
+        Pieces {
+            list: [Piece::Ring(&[]); MAX_SLICES],
+            len: 0,
+        }
+    }
+
+    /// Appends `bytes` to the staging buffer, extending the last piece when
+    /// it is the staged bytes just before.
+    fn stage(&mut self, stage: &mut Vec<u8>, bytes: &[u8]) {
+        let at = stage.len();
+        stage.extend_from_slice(bytes);
+        if let Some(Piece::Staged(_, end)) = self.len.checked_sub(1).map(|i| &mut self.list[i]) {
+            if *end == at {
+                *end = stage.len();
+                return;
+            }
+        }
+        self.list[self.len] = Piece::Staged(at, stage.len());
+        self.len += 1;
+    }
+
+    fn ring(&mut self, bytes: &'a [u8]) {
+        self.list[self.len] = Piece::Ring(bytes);
+        self.len += 1;
+    }
+
+    /// Writes every piece with `writev` and empties the list and the
+    /// staging buffer.
+    fn flush(&mut self, out: &mut File, stage: &mut Vec<u8>) -> io::Result<()> {
+        if self.len > 0 {
+            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+            for (slice, piece) in slices.iter_mut().zip(&self.list[..self.len]) {
+                *slice = match *piece {
+                    Piece::Staged(a, b) => IoSlice::new(&stage[a..b]),
+                    Piece::Ring(bytes) => IoSlice::new(bytes),
+                };
+            }
+            write_all_vectored(out, &mut slices[..self.len])?;
+        }
+        self.len = 0;
+        stage.clear();
+        Ok(())
+    }
+}
+
 /// Writes a block's packets as pcap records or pcapng Enhanced Packet
-/// Blocks straight from ring memory: one `writev` per 340 packets (a record
-/// header from the stack, the packet's bytes in the ring, and for pcapng
-/// the padding and trailing length from the stack), no copy in user space.
+/// Blocks with `writev`: record headers (and pcapng padding and trailing
+/// lengths) are built in `stage`, packets of up to [`COPY_MAX`] bytes are
+/// copied after their header (a run of short packets is one slice), longer
+/// packets are written straight from ring memory.
 fn write_block_vectored(
     out: &mut File,
     format: FileFormat,
     precision: TsPrecision,
+    stage: &mut Vec<u8>,
     packets: &mut dyn Iterator<Item = Packet<'_>>,
 ) -> io::Result<Consumed> {
-    const CHUNK: usize = 340; // up to 3 slices per packet: IOV_MAX is 1024
     let mut done = Consumed::default();
-    let mut heads = [[0u8; 28]; CHUNK];
-    let mut tails = [[0u8; 8]; CHUNK];
-    let mut tail_lens = [0usize; CHUNK];
-    let head_len = match format {
-        FileFormat::Pcap => 16,
-        FileFormat::Pcapng => 28,
-    };
-    loop {
-        let mut data: [&[u8]; CHUNK] = [&[]; CHUNK];
-        let mut n = 0;
-        for p in &mut *packets {
-            let frac = match precision {
-                TsPrecision::Nano => p.nsec,
-                TsPrecision::Micro => p.nsec / 1000,
-            };
-            let caplen = p.data.len() as u32;
-            let h = &mut heads[n];
-            match format {
-                FileFormat::Pcap => {
-                    h[0..4].copy_from_slice(&p.sec.to_ne_bytes());
-                    h[4..8].copy_from_slice(&frac.to_ne_bytes());
-                    h[8..12].copy_from_slice(&caplen.to_ne_bytes());
-                    h[12..16].copy_from_slice(&p.wire_len.to_ne_bytes());
-                }
-                FileFormat::Pcapng => {
-                    // Enhanced Packet Block on interface 0 (the layout of
-                    // sift_pcap::PcapngWriter::write_raw).
-                    let pad = (4 - caplen % 4) % 4;
-                    let total = 32 + caplen + pad;
-                    let ts = u64::from(p.sec) * precision.per_second() + u64::from(frac);
-                    h[0..4].copy_from_slice(&6u32.to_ne_bytes());
-                    h[4..8].copy_from_slice(&total.to_ne_bytes());
-                    h[8..12].copy_from_slice(&0u32.to_ne_bytes());
-                    h[12..16].copy_from_slice(&((ts >> 32) as u32).to_ne_bytes());
-                    h[16..20].copy_from_slice(&(ts as u32).to_ne_bytes());
-                    h[20..24].copy_from_slice(&caplen.to_ne_bytes());
-                    h[24..28].copy_from_slice(&p.wire_len.to_ne_bytes());
-                    let t = &mut tails[n];
-                    let pad = pad as usize;
-                    t[..pad].fill(0);
-                    t[pad..pad + 4].copy_from_slice(&total.to_ne_bytes());
-                    tail_lens[n] = pad + 4;
-                }
+    let mut pieces = Pieces::new();
+    stage.clear();
+    for p in packets {
+        // Room for this record: 3 pieces, and its header, copy and tail.
+        if pieces.len + 3 > MAX_SLICES || stage.len() + 28 + COPY_MAX + 8 > STAGE_BYTES {
+            pieces.flush(out, stage)?;
+        }
+        let frac = match precision {
+            TsPrecision::Nano => p.nsec,
+            TsPrecision::Micro => p.nsec / 1000,
+        };
+        let caplen = p.data.len() as u32;
+        let mut head = [0u8; 28];
+        let (head, pad) = match format {
+            FileFormat::Pcap => {
+                head[0..4].copy_from_slice(&p.sec.to_ne_bytes());
+                head[4..8].copy_from_slice(&frac.to_ne_bytes());
+                head[8..12].copy_from_slice(&caplen.to_ne_bytes());
+                head[12..16].copy_from_slice(&p.wire_len.to_ne_bytes());
+                (&head[..16], None)
             }
-            data[n] = p.data;
-            n += 1;
-            if n == CHUNK {
-                break;
+            FileFormat::Pcapng => {
+                // Enhanced Packet Block on interface 0 (the layout of
+                // sift_pcap::PcapngWriter::write_raw).
+                let pad = (4 - caplen % 4) % 4;
+                let total = 32 + caplen + pad;
+                let ts = u64::from(p.sec) * precision.per_second() + u64::from(frac);
+                head[0..4].copy_from_slice(&6u32.to_ne_bytes());
+                head[4..8].copy_from_slice(&total.to_ne_bytes());
+                head[8..12].copy_from_slice(&0u32.to_ne_bytes());
+                head[12..16].copy_from_slice(&((ts >> 32) as u32).to_ne_bytes());
+                head[16..20].copy_from_slice(&(ts as u32).to_ne_bytes());
+                head[20..24].copy_from_slice(&caplen.to_ne_bytes());
+                head[24..28].copy_from_slice(&p.wire_len.to_ne_bytes());
+                let mut tail = [0u8; 8];
+                let pad = pad as usize;
+                tail[pad..pad + 4].copy_from_slice(&total.to_ne_bytes());
+                (&head[..], Some((tail, pad + 4)))
             }
+        };
+        pieces.stage(stage, head);
+        if p.data.len() <= COPY_MAX {
+            pieces.stage(stage, p.data);
+        } else {
+            pieces.ring(p.data);
         }
-        if n == 0 {
-            break;
+        if let Some((tail, n)) = pad {
+            pieces.stage(stage, &tail[..n]);
         }
-        let mut slices = [IoSlice::new(&[]); 3 * CHUNK];
-        let mut k = 0;
-        for i in 0..n {
-            slices[k] = IoSlice::new(&heads[i][..head_len]);
-            slices[k + 1] = IoSlice::new(data[i]);
-            k += 2;
-            if format == FileFormat::Pcapng {
-                slices[k] = IoSlice::new(&tails[i][..tail_lens[i]]);
-                k += 1;
-            }
-        }
-        write_all_vectored(out, &mut slices[..k])?;
-        done.packets += n as u64;
-        if n < CHUNK {
-            break;
-        }
+        done.packets += 1;
     }
+    pieces.flush(out, stage)?;
     Ok(done)
 }
 
@@ -440,10 +507,11 @@ fn write_pcap(
         };
         header.map_err(|e| format!("write error: {e}"))?;
         let format = args.format;
+        let mut stage = Vec::with_capacity(STAGE_BYTES);
         return capture_blocks(
             args,
             cap,
-            &mut |packets| write_block_vectored(&mut file, format, precision, packets),
+            &mut |packets| write_block_vectored(&mut file, format, precision, &mut stage, packets),
             worker,
         );
     }

@@ -285,12 +285,16 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
     c.packet_buffered = a.packet_buffered;
     c.nano = a.nano;
     c.quiet = a.quiet;
-    if let Some(size) = a.ring_block_size {
-        c.ring.block_size = size;
-    }
-    if let Some(kib) = a.buffer_kib {
-        let bytes = u64::from(kib) * 1024;
-        c.ring.block_count = u32::try_from((bytes / u64::from(c.ring.block_size)).max(1)).unwrap_or(u32::MAX);
+    match (a.buffer_kib, a.ring_block_size) {
+        (Some(kib), None) => c.ring = sift_capture::RingConfig::for_buffer(u64::from(kib) * 1024, c.ring.block_timeout_ms),
+        (kib, Some(size)) => {
+            c.ring.block_size = size;
+            if let Some(kib) = kib {
+                let bytes = u64::from(kib) * 1024;
+                c.ring.block_count = u32::try_from((bytes / u64::from(size)).max(1)).unwrap_or(u32::MAX);
+            }
+        }
+        (None, None) => {}
     }
     match a.ring_timeout_ms {
         Some(ms) => c.ring.block_timeout_ms = ms,
