@@ -1331,6 +1331,9 @@ fn fanout_workers_all_apply_the_updates() {
         };
         until_both(1000, "SYNC-0");
         send(2121, "before-2121");
+        // Updates apply to what is read after them, ring contents included:
+        // both workers must have read past before-2121 first.
+        until_both(1000, "SYNC-A");
         updates.write_all(b"+udp dst port 2121\n").unwrap();
         updates.flush().unwrap();
         // Both workers have applied the update once both capture 2121.
