@@ -238,9 +238,11 @@ enum Op {
     Either32 { offs: [u32; 2], mask: u32, k: u32, negate: bool },
     /// `u16[ihl + off0] in cmp or u16[ihl + off1] in cmp` (xor `negate`),
     /// `ihl` from the IPv4 header at `ihl_at`: `port` sets.
-    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool },
+    /// `first`: a merged instruction's first values ([`Instr::Either`]),
+    /// within `cmp`, deciding alone when the second field is out of bounds.
+    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
     Test(PAtom),
-    Either { fields: [PField; 2], cmp: PCmp, negate: bool },
+    Either { fields: [PField; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
     /// `u16[eth_at] == 0x800 and u8[proto_at] == proto [and u16[frag_at] &
     /// 0x1fff == 0]`, fused.
     Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
@@ -267,20 +269,28 @@ impl Op {
                     _ => Op::Test(p),
                 }
             }
-            Instr::Either { fields, cmp, negate } => {
-                let (f0, f1, cmp) = (PField::new(&fields[0]), PField::new(&fields[1]), PCmp::new(cmp));
+            Instr::Either { fields, cmp: c, negate, first } => {
+                let (f0, f1, cmp) = (PField::new(&fields[0]), PField::new(&fields[1]), PCmp::new(c));
+                // The first values within the comparison: with both fields
+                // loaded, `f0 in A1 or f1 cmp or f0 cmp` is `f0 cmp or f1 cmp`.
+                let within = match (first, c) {
+                    (None, _) => true,
+                    (Some(a1), Cmp::In(s)) => a1.sorted().into_iter().all(|v| s.contains(v)),
+                    (Some(_), _) => false,
+                };
+                let first = first.as_ref().map(|a1| PCmp::new(&Cmp::In(a1.clone())));
                 match (f0, f1, &cmp) {
                     (
                         PField { loc: Loc::Direct(o0), size: Size::Word, mask: m0 },
                         PField { loc: Loc::Direct(o1), size: Size::Word, mask: m1 },
                         PCmp::Eq(k),
-                    ) if m0 == m1 => Op::Either32 { offs: [o0, o1], mask: m0, k: *k, negate: *negate },
+                    ) if m0 == m1 && first.is_none() => Op::Either32 { offs: [o0, o1], mask: m0, k: *k, negate: *negate },
                     (
                         PField { loc: Loc::Ipv4 { ihl_at: a0, offset: o0 }, size: Size::Half, mask: u32::MAX },
                         PField { loc: Loc::Ipv4 { ihl_at: a1, offset: o1 }, size: Size::Half, mask: u32::MAX },
                         _,
-                    ) if a0 == a1 => Op::Ports { ihl_at: a0, offs: [o0, o1], cmp, negate: *negate },
-                    _ => Op::Either { fields: [f0, f1], cmp, negate: *negate },
+                    ) if a0 == a1 && within => Op::Ports { ihl_at: a0, offs: [o0, o1], cmp, negate: *negate, first },
+                    _ => Op::Either { fields: [f0, f1], cmp, negate: *negate, first },
                 }
             }
             Instr::All(atoms) => ipv4_l4(atoms).unwrap_or_else(|| Op::All(atoms.iter().map(PAtom::new).collect())),
@@ -301,11 +311,19 @@ impl Op {
                     || p.load(u64::from(offs[1]), Size::Word)? & mask == *k;
                 Ok(hit != *negate)
             }
-            Op::Ports { ihl_at, offs, cmp, negate } => ports_eval(p, *ihl_at, *offs, cmp, *negate),
+            Op::Ports { ihl_at, offs, cmp, negate, first } => ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()),
             Op::Test(a) => a.eval(p),
             Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at),
-            Op::Either { fields, cmp, negate } => {
+            Op::Either { fields, cmp, negate, first: None } => {
                 let hit = cmp.test(fields[0].read(p)?) || cmp.test(fields[1].read(p)?);
+                Ok(hit != *negate)
+            }
+            Op::Either { fields, cmp, negate, first: Some(a1) } => {
+                let x = fields[0].read(p)?;
+                let hit = a1.test(x) || {
+                    let y = fields[1].read(p)?;
+                    cmp.test(y) || cmp.test(x)
+                };
                 Ok(hit != *negate)
             }
             Op::All(atoms) => {
@@ -407,15 +425,23 @@ fn ipv4_l4_eval(p: &mut Pkt<'_>, eth_at: u32, proto_at: u32, proto: u32, frag_at
 
 /// [`Op::Ports`].
 #[inline(always)]
-fn ports_eval(p: &mut Pkt<'_>, ihl_at: u32, offs: [u32; 2], cmp: &PCmp, negate: bool) -> Result<bool, Abort> {
+fn ports_eval(
+    p: &mut Pkt<'_>,
+    ihl_at: u32,
+    offs: [u32; 2],
+    cmp: &PCmp,
+    negate: bool,
+    first: Option<&PCmp>,
+) -> Result<bool, Abort> {
     let h = p.ihl(ihl_at)?;
     let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
     // Both fields in the captured bytes: load both, test both at once, no
     // branch on the first one's outcome. Otherwise in order: the first may
-    // hold before the second aborts.
+    // hold before the second aborts (only a merged instruction's first
+    // values, `first`, within `cmp`).
     let hit = match (p.load(a, Size::Half), p.load(b, Size::Half)) {
         (Ok(x), Ok(y)) => cmp.test_either(x, y),
-        (Ok(x), Err(Abort)) => cmp.test(x) || return Err(Abort),
+        (Ok(x), Err(Abort)) => first.unwrap_or(cmp).test(x) || return Err(Abort),
         (Err(Abort), _) => return Err(Abort),
     };
     Ok(hit != negate)
@@ -432,9 +458,30 @@ enum Plan {
     True,
     /// `[ipv4-l4 with the fragment test, ports with 2 to 8 values]`: `ip
     /// and tcp port (a or b ...)`, in SIMD lanes.
-    L4PortsLanes { eth_at: u32, proto_at: u32, proto: u32, frag_at: u32, ihl_at: u32, offs: [u32; 2], lanes: U32x8, negate: bool },
+    /// `first` as in [`Op::Ports`] (boxed: only tested on cut packets).
+    L4PortsLanes {
+        eth_at: u32,
+        proto_at: u32,
+        proto: u32,
+        frag_at: u32,
+        ihl_at: u32,
+        offs: [u32; 2],
+        lanes: U32x8,
+        negate: bool,
+        first: Option<Box<PCmp>>,
+    },
     /// `[ipv4-l4, ports]` with any comparison.
-    L4Ports { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32>, ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool },
+    L4Ports {
+        eth_at: u32,
+        proto_at: u32,
+        proto: u32,
+        frag_at: Option<u32>,
+        ihl_at: u32,
+        offs: [u32; 2],
+        cmp: PCmp,
+        negate: bool,
+        first: Option<PCmp>,
+    },
     /// One step.
     One(Op),
 }
@@ -444,7 +491,7 @@ impl Fused {
     pub(crate) fn new(steps: &[Step]) -> Option<Fused> {
         let plan = match steps {
             [] => Plan::True,
-            [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate }, .. }] => {
+            [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate, first }, .. }] => {
                 match (frag_at, cmp) {
                     (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes {
                         eth_at: *eth_at,
@@ -455,6 +502,7 @@ impl Fused {
                         offs: *offs,
                         lanes: *lanes,
                         negate: *negate,
+                        first: first.clone().map(Box::new),
                     },
                     _ => Plan::L4Ports {
                         eth_at: *eth_at,
@@ -465,6 +513,7 @@ impl Fused {
                         offs: *offs,
                         cmp: cmp.clone(),
                         negate: *negate,
+                        first: first.clone(),
                     },
                 }
             }
@@ -479,7 +528,7 @@ impl Fused {
     pub(crate) fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         match &self.0 {
             Plan::True => true,
-            Plan::L4PortsLanes { eth_at, proto_at, proto, frag_at, ihl_at, offs, lanes, negate } => {
+            Plan::L4PortsLanes { eth_at, proto_at, proto, frag_at, ihl_at, offs, lanes, negate, first } => {
                 let p = &mut Pkt::new(data, wire_len);
                 if !matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, Some(*frag_at)), Ok(true)) {
                     return false;
@@ -488,7 +537,7 @@ impl Fused {
                 let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
                 match (p.load(a, Size::Half), p.load(b, Size::Half)) {
                     (Ok(x), Ok(y)) => lanes.contains_either(x, y) != *negate,
-                    (Ok(x), Err(Abort)) => lanes.contains(x) && !*negate,
+                    (Ok(x), Err(Abort)) => !*negate && first.as_deref().map_or_else(|| lanes.contains(x), |a1| a1.test(x)),
                     (Err(Abort), _) => false,
                 }
             }
@@ -500,9 +549,9 @@ impl Fused {
     fn matches_other(&self, data: &[u8], wire_len: u32) -> bool {
         let p = &mut Pkt::new(data, wire_len);
         match &self.0 {
-            Plan::L4Ports { eth_at, proto_at, proto, frag_at, ihl_at, offs, cmp, negate } => {
+            Plan::L4Ports { eth_at, proto_at, proto, frag_at, ihl_at, offs, cmp, negate, first } => {
                 matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at), Ok(true))
-                    && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate), Ok(true))
+                    && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()), Ok(true))
             }
             Plan::One(op) => matches!(op.eval(p), Ok(true)),
             Plan::True => true,

@@ -608,6 +608,14 @@ pub enum Instr {
         cmp: Cmp,
         /// Negate the result.
         negate: bool,
+        /// After passes that differed only in this instruction's value set
+        /// were merged (`port (21 or 22)`): the first merged pass's values
+        /// `A1`. The instruction is then `f0 in A1 or (f1 cmp or f0 cmp)`:
+        /// a first field in `A1` holds before the second is loaded, any
+        /// other value needs the second field loadable (out of bounds, the
+        /// first pass aborted before a later one could test its values).
+        /// `None`: plain `f0 cmp or f1 cmp`.
+        first: Option<ValueSet>,
     },
     /// Power instruction: all tests hold, tried in order (e.g. IPv4 +
     /// protocol + not a fragment, or src net and dst net).
@@ -626,8 +634,16 @@ impl Instr {
     pub fn eval(&self, data: &[u8], wire_len: u32) -> Result<bool, Abort> {
         match self {
             Instr::Test(a) => a.eval(data, wire_len),
-            Instr::Either { fields, cmp, negate } => {
+            Instr::Either { fields, cmp, negate, first: None } => {
                 let hit = cmp.test(fields[0].read(data, wire_len)?) || cmp.test(fields[1].read(data, wire_len)?);
+                Ok(hit != *negate)
+            }
+            Instr::Either { fields, cmp, negate, first: Some(a1) } => {
+                let x = fields[0].read(data, wire_len)?;
+                let hit = a1.contains(x) || {
+                    let y = fields[1].read(data, wire_len)?;
+                    cmp.test(y) || cmp.test(x)
+                };
                 Ok(hit != *negate)
             }
             Instr::All(atoms) => {
@@ -697,8 +713,17 @@ impl Instr {
     pub(crate) fn print(&self, o: Origin) -> String {
         match self {
             Instr::Test(a) => a.print(o),
-            Instr::Either { fields, cmp, negate } => {
-                let t = format!("({} or {})", cmp.to_expr(&fields[0].print(o)), cmp.to_expr(&fields[1].print(o)));
+            Instr::Either { fields, cmp, negate, first } => {
+                let (f0, f1) = (fields[0].print(o), fields[1].print(o));
+                let t = match first {
+                    None => format!("({} or {})", cmp.to_expr(&f0), cmp.to_expr(&f1)),
+                    Some(a1) => format!(
+                        "({} or {} or {})",
+                        Cmp::In(a1.clone()).to_expr(&f0),
+                        cmp.to_expr(&f1),
+                        cmp.to_expr(&f0)
+                    ),
+                };
                 if *negate {
                     format!("not {t}")
                 } else {

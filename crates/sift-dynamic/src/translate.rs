@@ -143,7 +143,7 @@ fn or_atoms(i: &Instr) -> Option<Vec<Atom>> {
     match i {
         Instr::Test(a) => Some(vec![a.clone()]),
         Instr::Any(v) if !v.is_empty() => Some(v.clone()),
-        Instr::Either { fields, cmp, negate: false } => {
+        Instr::Either { fields, cmp, negate: false, first: None } => {
             Some(fields.iter().map(|f| Atom::new(*f, cmp.clone())).collect())
         }
         _ => None,
@@ -428,7 +428,7 @@ const MERGE_LIMIT: usize = 512;
 fn set_of(i: &Instr) -> Option<(&ValueSet, Vec<Field>)> {
     match i {
         Instr::Test(Atom { field, cmp: Cmp::In(s), negate: false }) => Some((s, vec![*field])),
-        Instr::Either { fields, cmp: Cmp::In(s), negate: false } => Some((s, fields.to_vec())),
+        Instr::Either { fields, cmp: Cmp::In(s), negate: false, .. } => Some((s, fields.to_vec())),
         _ => None,
     }
 }
@@ -506,6 +506,12 @@ fn merge_passes(passes: Vec<Vec<Arc<Instr>>>) -> Vec<Vec<Arc<Instr>>> {
                     if let (Some((sa, _)), Some((sb, _))) = (set_of(&out[i][d]), set_of(&p[d])) {
                         let mut merged = Instr::clone(&out[i][d]);
                         let union: Vec<u32> = sa.sorted().into_iter().chain(sb.sorted()).collect();
+                        // "src or dst" keeps the first pass's values: only
+                        // they may hold with the second field cut off (the
+                        // first pass aborted before a later one ran).
+                        if let Instr::Either { first: first @ None, .. } = &mut merged {
+                            *first = Some(sa.clone());
+                        }
                         if let Some(Cmp::In(s)) = merged.cmp_mut() {
                             *s = ValueSet::from_values(union);
                         }
@@ -820,7 +826,7 @@ fn or_of_atoms(atoms: Vec<Atom>) -> Instr {
     }
     if let [a, b] = &atoms[..] {
         if !a.negate && !b.negate && a.cmp == b.cmp && a.field != b.field {
-            return Instr::Either { fields: [a.field, b.field], cmp: a.cmp.clone(), negate: false };
+            return Instr::Either { fields: [a.field, b.field], cmp: a.cmp.clone(), negate: false, first: None };
         }
     }
     Instr::Any(atoms)

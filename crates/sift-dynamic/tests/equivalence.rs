@@ -2,7 +2,7 @@
 //! translations, random update sequences, and a reader racing a writer.
 
 use sift::{CompileOptions, Engine, Filter};
-use sift_dynamic::{Atom, Cmp, DynamicFilter, Error, Field, Instr, LinkType, Size};
+use sift_dynamic::{Atom, Cmp, DynamicFilter, Error, Field, Instr, LinkType, Size, ValueSet};
 use sift_testkit::exprs::{random_expr_with, ExprOptions};
 use sift_testkit::packets::random_packet;
 use sift_testkit::{pool, Rng};
@@ -189,6 +189,8 @@ fn random_instr(rng: &mut Rng, f: &DynamicFilter) -> Instr {
             fields: [Field::ipv4_payload(Size::Half, 14, 14), Field::ipv4_payload(Size::Half, 14, 16)],
             cmp: Cmp::eq(u32::from(*rng.pick(pool::PORTS))),
             negate,
+            // Merged first values: sometimes within the set, sometimes not.
+            first: rng.chance(0.3).then(|| ValueSet::from_values([u32::from(*rng.pick(pool::PORTS))])),
         },
         1 => Instr::Any(vec![Atom { field, cmp, negate }, Atom::new(Field::direct(Size::Byte, 14), Cmp::eq(0x45))]),
         _ => Instr::Test(Atom { field, cmp, negate }),
