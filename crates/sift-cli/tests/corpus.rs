@@ -334,3 +334,26 @@ fn pflua_expected_counts() {
     println!("pflua expectations: {checked} (capture, filter, count) rows agree");
     assert!(checked >= 9);
 }
+
+/// DLT_ERF (no capture of it in the corpus): `sift -y ERF -d` compiles the
+/// SS7 primitives libpcap compiles there (the MTP2 fields after the 20-byte
+/// ERF header) and rejects link-layer protocol tests naming the link type.
+/// (Verdicts: `lowering_vs_libpcap`'s other-link-type campaign.)
+#[test]
+fn erf_on_the_command_line() {
+    let sift = env!("CARGO_BIN_EXE_sift");
+    for expr in ["fisu", "msu and sio 3", "hopc 1", "sls > 3", "len > 100", "link[22] & 0x3f = 0"] {
+        let o = run(sift, &["-y", "ERF", "-d", "--", expr]);
+        assert!(o.ok, "`{expr}` on ERF: {}", o.message());
+    }
+    let o = run(sift, &["-y", "ERF", "-d", "--", "fisu"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ldb      [22]"), "fisu reads the LI at 22");
+    for (expr, msg) in [
+        ("ip", "link-layer type filtering not implemented for DLT_ERF"),
+        ("vlan", "no VLAN support for Endace ERF header"),
+        ("link host $dd", "not supported on DLT_ERF"),
+    ] {
+        let o = run(sift, &["-y", "ERF", "-d", "--", expr]);
+        assert!(!o.ok && o.message().contains(msg), "`{expr}` on ERF: {}", o.message());
+    }
+}

@@ -581,7 +581,7 @@ const FAMILY_EXPRS: &[(&[&str], &[&str])] = &[
         ],
     ),
     (
-        &["MTP2", "MTP2_WITH_PHDR", "MTP3"],
+        &["MTP2", "MTP2_WITH_PHDR", "MTP3", "ERF"],
         &[
             "fisu", "lssu", "msu", "hfisu", "hlssu", "hmsu", "sio 3", "sio > 2", "opc 1", "opc > 100",
             "sls 3", "sls < 9", "hsio 3", "hopc 1", "hsls 3", "msu and sio 3 and opc 1",
@@ -730,6 +730,22 @@ fn lowering_matches_libpcap_on_every_other_link_type() {
             if links.iter().any(|l| l.1 == lt) {
                 packets.entry(lt).or_default().push(Packet { data: p.data.to_vec(), wire_len: p.wire_len });
             }
+        }
+    }
+    // DLT_ERF (libpcap filters the SS7 fields of an MTP2 payload after a
+    // 20-byte ERF header): the MTP2 packets behind an ERF record header.
+    if links.iter().any(|l| l.1 == LinkType::from_linktype(197)) {
+        let mut rng = sift_testkit::Rng::fork(0x5eed_11a4, 197_000);
+        let mut mtp2: Vec<Packet> = packets.get(&LinkType::from_linktype(140)).cloned().unwrap_or_default();
+        for _ in 0..RANDOM_PER_LINK {
+            let (data, wire_len) = sift_testkit::packets::random_packet(&mut rng, LinkType::from_linktype(140));
+            mtp2.push(Packet { data, wire_len });
+        }
+        let erf = packets.entry(LinkType::from_linktype(197)).or_default();
+        for p in mtp2 {
+            let mut data = rng.bytes(20);
+            data.extend_from_slice(&p.data);
+            erf.push(Packet { data, wire_len: p.wire_len.saturating_add(20) });
         }
     }
     for &(_, lt) in &links {

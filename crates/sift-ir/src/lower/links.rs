@@ -73,6 +73,10 @@ pub(crate) enum OtherLink {
     Mtp2WithPhdr,
     /// DLT_MTP3: SS7 MTP3 (no SS7 field offsets in libpcap).
     Mtp3,
+    /// DLT_ERF: Endace ERF records; libpcap filters only the SS7 fields of
+    /// an MTP2 payload after a 20-byte ERF header (and no link-layer
+    /// protocol).
+    Erf,
     /// DLT_BACNET_MS_TP.
     BacnetMsTp,
     /// DLT_PFLOG: OpenBSD's pflog header, whose length is its first byte
@@ -146,6 +150,7 @@ pub(crate) fn layout(lt: LinkType) -> Option<LinkLayer> {
         140 => (LinkKind::Other(O::Mtp2), 0, None, NS, NS, NS),
         139 => (LinkKind::Other(O::Mtp2WithPhdr), 0, None, NS, NS, NS),
         141 => (LinkKind::Other(O::Mtp3), 0, None, NS, NS, NS),
+        197 => (LinkKind::Other(O::Erf), 0, None, NS, NS, NS),
         165 => (LinkKind::Other(O::BacnetMsTp), 0, None, NS, NS, NS),
         117 => (LinkKind::Other(O::Pflog), 0, Some(0), 0, 0, 0),
         // DLT_DSA_TAG_BRCM, DLT_DSA_TAG_DSA (libpcap master; 1.10.3 has no
@@ -198,6 +203,7 @@ impl OtherLink {
             OtherLink::Mtp2 => "SS7 MTP2",
             OtherLink::Mtp2WithPhdr => "SS7 MTP2 with Pseudo-header",
             OtherLink::Mtp3 => "SS7 MTP3",
+            OtherLink::Erf => "Endace ERF header",
             OtherLink::BacnetMsTp => "BACnet MS/TP",
             OtherLink::Pflog => "OpenBSD pflog file",
         }
@@ -210,6 +216,7 @@ impl OtherLink {
             OtherLink::Mtp2WithPhdr => {
                 Some(Ss7Offsets { li: 6, li_hsl: 8, sio: 7, opc: 8, dpc: 8, sls: 11 })
             }
+            OtherLink::Erf => Some(Ss7Offsets { li: 22, li_hsl: 24, sio: 23, opc: 24, dpc: 24, sls: 27 }),
             _ => None,
         }
     }
@@ -352,7 +359,7 @@ impl Lowerer<'_> {
             },
             // libpcap master has no link-type test for BACnet MS/TP (1.10.3
             // compared the preamble, 0x55ff, whatever the protocol).
-            O::Mtp2 | O::Mtp2WithPhdr | O::Mtp3 | O::BacnetMsTp => {
+            O::Mtp2 | O::Mtp2WithPhdr | O::Mtp3 | O::Erf | O::BacnetMsTp => {
                 return self.err(format!(
                     "link-layer type filtering not implemented for {}",
                     self.dlt_name()
