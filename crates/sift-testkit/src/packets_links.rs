@@ -86,6 +86,15 @@ pub(crate) fn full_frame(rng: &mut Rng, lt: LinkType) -> Option<Vec<u8>> {
             f
         }
         165 => bacnet_mstp(rng),
+        197 => {
+            // DLT_ERF: a 16-byte ERF record header and a 4-byte multi-channel
+            // HDLC header (libpcap reads neither), then MTP2.
+            let mut f = rng.bytes(8);
+            f.push(rng.one_of(&[5u8, 1, 2], |r| r.byte()));
+            f.extend(rng.bytes(11));
+            f.extend(mtp2(rng));
+            f
+        }
         117 => pflog(rng),
         109 => {
             // DLT_ENC: address family (host byte order), SPI, flags.
