@@ -1,8 +1,10 @@
 //! The differential harness: random expressions × random packets, libpcap
 //! 1.10.3 (unoptimized) against every sift engine and the kernel.
 //!
-//! For each generated expression (link types rotate over EN10MB, RAW, IPV4,
-//! IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2; a netmask is given sometimes):
+//! For each generated expression (link types rotate over [`LINK_TYPES`]:
+//! EN10MB, RAW, IPV4, IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2 and the 802.11
+//! family IEEE802_11, IEEE802_11_RADIO, PPI, PRISM_HEADER,
+//! IEEE802_11_RADIO_AVS; a netmask is given sometimes):
 //!
 //! 1. libpcap compiles it unoptimized; sift parses and lowers it. Both must
 //!    accept or both reject (a [known difference](KNOWN_DIFFERENCES) may
@@ -38,8 +40,9 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The link types a campaign rotates over.
-pub const LINK_TYPES: [LinkType; 8] = [
+/// The link types a campaign rotates over: the common ones and the 802.11
+/// family (whose run-time header lengths libpcap keeps in scratch registers).
+pub const LINK_TYPES: [LinkType; 13] = [
     LinkType::EN10MB,
     LinkType::RAW,
     LinkType::IPV4,
@@ -48,7 +51,19 @@ pub const LINK_TYPES: [LinkType; 8] = [
     LinkType::LOOP,
     LinkType::LINUX_SLL,
     LinkType::LINUX_SLL2,
+    LinkType::IEEE802_11,
+    LinkType::IEEE802_11_RADIO,
+    LinkType::PPI,
+    LinkType::PRISM_HEADER,
+    LinkType::IEEE802_11_RADIO_AVS,
 ];
+
+/// Link types whose link-layer header length is only known at run time
+/// (libpcap keeps it, and the 802.11 header length, in scratch registers
+/// computed by a prologue): the 802.11 family.
+pub fn has_runtime_offsets(lt: LinkType) -> bool {
+    matches!(lt.0, 105 | 119 | 127 | 163 | 192)
+}
 
 /// The snapshot length both compilers use (the accept return value).
 pub const SNAPLEN: u32 = libpcap::DEFAULT_SNAPLEN;
@@ -141,14 +156,14 @@ pub struct KnownDifference {
     /// Why the difference is accepted.
     pub reason: &'static str,
     /// Does it apply to this accept/reject disagreement? Arguments: the
-    /// expression, libpcap's result (error text or `None` if accepted) and
-    /// sift's (likewise).
-    pub applies: fn(expr: &str, libpcap_err: Option<&str>, sift_err: Option<&str>) -> bool,
+    /// link type, the expression, libpcap's result (error text or `None`
+    /// if accepted) and sift's (likewise).
+    pub applies: fn(lt: LinkType, expr: &str, libpcap_err: Option<&str>, sift_err: Option<&str>) -> bool,
 }
 
 /// Accept/reject differences that are intended. Keep this list short and
 /// every entry justified (each is also listed in docs/compat.md).
-pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[MASTER_RANGE_CHECKS];
+pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[MASTER_RANGE_CHECKS, MASTER_PPI_WLAN, OFFSET_REGISTERS];
 
 /// Is `msg` one of libpcap master's range-check errors (`assert_maxval`):
 /// `NAME V greater than maximum M`?
@@ -165,7 +180,48 @@ pub fn is_master_range_check(msg: &str) -> bool {
 /// libpcap accepted and sift's error is one of master's range-check messages.
 pub const MASTER_RANGE_CHECKS: KnownDifference = KnownDifference {
     reason: "libpcap 1.10.3 accepts out-of-range values that libpcap master rejects (range checks); sift follows master",
-    applies: |_expr, lib, sift| lib.is_none() && sift.is_some_and(is_master_range_check),
+    applies: |_lt, _expr, lib, sift| lib.is_none() && sift.is_some_and(is_master_range_check),
+};
+
+/// libpcap 1.10.3 refuses the 802.11 `type`/`subtype`/`dir` primitives on
+/// PPI; master accepts them (TESTrun accept rows) and so does sift
+/// (docs/compat.md #16). Applies only on PPI, to those two error messages,
+/// when sift accepted.
+pub const MASTER_PPI_WLAN: KnownDifference = KnownDifference {
+    reason: "libpcap 1.10.3 refuses 802.11 type/subtype/dir on PPI; master accepts them, as sift (compat.md #16)",
+    applies: |lt, _expr, lib, sift| {
+        lt == LinkType::PPI
+            && sift.is_none()
+            && lib.is_some_and(|e| {
+                e == "802.11 link-layer types supported only on 802.11"
+                    || e == "frame direction supported only with 802.11 headers"
+            })
+    },
+};
+
+/// libpcap's error when an arithmetic expression needs more than the 16
+/// scratch registers.
+pub const TOO_MANY_REGISTERS: &str = "too many registers needed to evaluate expression";
+
+/// On the 802.11 link types libpcap holds one or two scratch registers for
+/// the run-time header lengths (allocated at the first primitive that needs
+/// them, and never freed), so less of its 16 registers are left for
+/// arithmetic and it fails with "too many registers" on arithmetic that
+/// fits elsewhere. sift's IR has no registers (it recomputes the lengths at
+/// each load) and compiles those expressions (docs/compat.md #31). Applies
+/// only on link types with run-time offsets, to that error, when sift
+/// accepted, and when libpcap compiles the same expression on Ethernet
+/// without running out of registers (so the lengths' registers made the
+/// difference).
+pub const OFFSET_REGISTERS: KnownDifference = KnownDifference {
+    reason: "libpcap's registers for the 802.11 run-time header lengths leave less registers for arithmetic (too many registers); sift has no such limit (compat.md #31)",
+    applies: |lt, expr, lib, sift| {
+        has_runtime_offsets(lt)
+            && sift.is_none()
+            && lib == Some(TOO_MANY_REGISTERS)
+            && libpcap::compile(expr, LinkType::EN10MB.0, SNAPLEN, None, false).err().as_deref()
+                != Some(TOO_MANY_REGISTERS)
+    },
 };
 
 /// libpcap's open bug #1192 (also in master): on the 802.11 link types,
@@ -173,17 +229,202 @@ pub const MASTER_RANGE_CHECKS: KnownDifference = KnownDifference {
 /// allocated at the first primitive that needs them, so arithmetic lowered
 /// before it may use the same register number, and its code, which runs
 /// after the prologue, overwrites the offset. sift uses the intended
-/// offsets (docs/compat.md). A verdict disagreement is put down to this
-/// bug when the link type has run-time offsets, the expression has
-/// arithmetic comparisons (the only users of scratch registers besides the
-/// offsets) and sift's engines agree among themselves.
+/// offsets (docs/compat.md #14). A verdict disagreement is put down to this
+/// bug only when sift's engines agree among themselves and libpcap's run on
+/// that packet actually did it: a packet load indexed by a scratch register
+/// whose value had been overwritten by a later store than the first one
+/// to it ([`LibpcapTrace::overwritten_base`]).
 pub const WLAN_REGISTER_REUSE: &str =
-    "libpcap#1192: on 802.11 link types libpcap's arithmetic may overwrite the register of a run-time link-layer offset; sift uses the intended offsets";
+    "libpcap#1192: on 802.11 link types libpcap's arithmetic overwrote the register of a run-time link-layer offset (seen in libpcap's run); sift uses the intended offsets";
 
-/// Can libpcap's register reuse bug ([`WLAN_REGISTER_REUSE`]) explain a
-/// verdict disagreement on this expression and link type?
-pub fn wlan_register_reuse_possible(lt: LinkType, expr: &str) -> bool {
-    matches!(lt.0, 105 | 119 | 127 | 163 | 192) && expr.contains(['=', '<', '>'])
+/// `protochain` on a packet whose header chain is longer than sift's bound:
+/// libpcap's loop follows it (or loops forever on a crafted AH chain), sift
+/// rejects after [`sift_ir::PROTOCHAIN_MAX_STEPS`] headers (docs/compat.md
+/// #13). Applies only to packets on which libpcap's program takes more
+/// backward jumps than that bound ([`LibpcapTrace::backward_jumps`]).
+pub const PROTOCHAIN_BOUND: &str =
+    "protochain: a header chain longer than sift's bound of 64 headers (libpcap's loop went further; compat.md #13)";
+
+/// sift's program is longer than the kernel's 4096 instructions where
+/// libpcap's fits: on the 802.11 link types with radio headers sift lowers
+/// the filter once per case of libpcap's prologue (compat.md #18), and a
+/// `protochain` is unrolled 64 times for the kernel (compat.md #13). Only
+/// "program too large" errors on those link types or with a protochain are
+/// exempted; the reference evaluator is still compared on every packet.
+pub const PROGRAM_TOO_LARGE: &str =
+    "program too large for the kernel: per-case copies on 802.11 radio link types (compat.md #18) or an unrolled protochain (compat.md #13)";
+
+/// Can [`PROGRAM_TOO_LARGE`] explain this code generation error?
+fn program_too_large_exempt(lt: LinkType, pred: &Pred, err: &str) -> bool {
+    err.starts_with("program too large")
+        && (has_runtime_offsets(lt) || format!("{pred:?}").contains("Protochain"))
+}
+
+/// What libpcap's program did on one packet, as far as the exemptions need
+/// to know (found by following the program with libpcap's semantics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LibpcapTrace {
+    /// Backward jumps taken (`protochain` loop iterations); `None` when the
+    /// run was stopped after the limit.
+    pub backward_jumps: Option<u32>,
+    /// A packet load was indexed by a value read from a scratch register
+    /// (`ldx M[r]` then `ld [x + k]`) after another store than the first
+    /// one to that register had overwritten it, or before any store to it:
+    /// the signatures of libpcap#1192 (the prologue stores the header
+    /// length first, then arithmetic reuses the register; or the offset's
+    /// register was never written because another one got its value).
+    pub overwritten_base: bool,
+    /// The return value, if the run finished.
+    pub value: Option<u32>,
+}
+
+/// Follows `prog` on a packet with libpcap 1.10.3's semantics, taking at
+/// most `max_backward` backward jumps (libpcap's `protochain` loops; a
+/// crafted AH chain makes them endless in 1.10.3, so libpcap's own
+/// interpreter is only run when this finishes).
+pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u32) -> LibpcapTrace {
+    use sift_bpf::insn::op::*;
+    let mut t = LibpcapTrace::default();
+    let len = data.len() as u64;
+    let load = |off: u64, size: u64| -> Option<u32> {
+        if off + size > len {
+            return None;
+        }
+        let mut v = 0u32;
+        for i in 0..size {
+            v = (v << 8) | u32::from(*data.get((off + i) as usize)?);
+        }
+        Some(v)
+    };
+    let (mut a, mut x) = (0u32, 0u32);
+    let mut mem = [0u32; 16];
+    // Per register: the first store instruction and the latest one.
+    let mut first_store = [usize::MAX; 16];
+    let mut last_store = [usize::MAX; 16];
+    // A and X hold values computed from an overwritten (or never written)
+    // scratch register.
+    let (mut a_bad, mut x_bad) = (false, false);
+    let mut backward = 0u32;
+    let mut pc = 0usize;
+    let mut steps = 0usize;
+    let finish = |mut t: LibpcapTrace, backward: u32, v: Option<u32>| {
+        t.backward_jumps = Some(backward);
+        t.value = v;
+        t
+    };
+    loop {
+        steps += 1;
+        let Some(ins) = prog.get(pc) else { return finish(t, backward, Some(0)) };
+        if steps > prog.len().saturating_mul(max_backward as usize + 2) {
+            return t;
+        }
+        let (code, k) = (ins.code, ins.k);
+        let class = code & 0x07;
+        let size = match code & 0x18 {
+            H => 2,
+            B => 1,
+            _ => 4,
+        };
+        let src = if code & X != 0 { x } else { k };
+        let here = pc;
+        pc += 1;
+        match class {
+            LD | LDX => {
+                let v = match code & 0xe0 {
+                    IMM => Some(k),
+                    LEN => Some(wire_len),
+                    MEM => mem.get(k as usize).copied(),
+                    ABS | IND | MSH => {
+                        let indexed = code & 0xe0 == IND;
+                        if indexed && x_bad {
+                            t.overwritten_base = true;
+                        }
+                        let off = u64::from(k) + if indexed { u64::from(x) } else { 0 };
+                        if code & 0xe0 == MSH {
+                            load(off, 1).map(|b| (b & 0xf) << 2)
+                        } else {
+                            load(off, size)
+                        }
+                    }
+                    _ => None,
+                };
+                let Some(v) = v else { return finish(t, backward, Some(0)) };
+                // Overwritten, or never written at all (libpcap then reads
+                // whatever its stack held).
+                let bad = code & 0xe0 == MEM
+                    && (k as usize) < 16
+                    && (first_store[k as usize] != last_store[k as usize] || first_store[k as usize] == usize::MAX);
+                if class == LD {
+                    a = v;
+                    a_bad = bad;
+                } else {
+                    x = v;
+                    x_bad = bad;
+                }
+            }
+            ST | STX => {
+                let r = k as usize;
+                let Some(m) = mem.get_mut(r) else { return finish(t, backward, Some(0)) };
+                *m = if class == ST { a } else { x };
+                if first_store[r] == usize::MAX {
+                    first_store[r] = here;
+                }
+                last_store[r] = here;
+            }
+            ALU => {
+                let v = match code & 0xf0 {
+                    ADD => Some(a.wrapping_add(src)),
+                    SUB => Some(a.wrapping_sub(src)),
+                    MUL => Some(a.wrapping_mul(src)),
+                    DIV => a.checked_div(src),
+                    MOD => a.checked_rem(src),
+                    AND => Some(a & src),
+                    OR => Some(a | src),
+                    XOR => Some(a ^ src),
+                    LSH => Some(a.checked_shl(src).unwrap_or(0)),
+                    RSH => Some(a.checked_shr(src).unwrap_or(0)),
+                    NEG => Some(a.wrapping_neg()),
+                    _ => None,
+                };
+                let Some(v) = v else { return finish(t, backward, Some(0)) };
+                a = v;
+                a_bad |= code & X != 0 && x_bad;
+            }
+            JMP => {
+                let taken = match code & 0xf0 {
+                    JA => {
+                        let off = i64::from(k as i32);
+                        if off < 0 {
+                            backward += 1;
+                            if backward > max_backward {
+                                return t;
+                            }
+                        }
+                        let Ok(next) = usize::try_from(pc as i64 + off) else { return finish(t, backward, Some(0)) };
+                        pc = next;
+                        continue;
+                    }
+                    JEQ => a == src,
+                    JGT => a > src,
+                    JGE => a >= src,
+                    JSET => a & src != 0,
+                    _ => return finish(t, backward, Some(0)),
+                };
+                pc += usize::from(if taken { ins.jt } else { ins.jf });
+            }
+            RET => return finish(t, backward, Some(if code & 0x18 == A { a } else { k })),
+            MISC => {
+                if code & 0xf8 == TXA {
+                    a = x;
+                    a_bad = x_bad;
+                } else {
+                    x = a;
+                    x_bad = a_bad;
+                }
+            }
+            _ => return finish(t, backward, Some(0)),
+        }
+    }
 }
 
 /// What kind of disagreement was found.
@@ -717,7 +958,7 @@ fn one_expression(
         (l, s) => {
             let le = l.err();
             let se = s.err();
-            if let Some(k) = KNOWN_DIFFERENCES.iter().find(|k| (k.applies)(expr, le.as_deref(), se.as_deref())) {
+            if let Some(k) = KNOWN_DIFFERENCES.iter().find(|k| (k.applies)(lt, expr, le.as_deref(), se.as_deref())) {
                 *report.exempted.entry(k.reason).or_default() += 1;
                 return;
             }
@@ -729,8 +970,11 @@ fn one_expression(
     };
     report.both_accepted += 1;
     *report.accepted_by_linktype.entry(lt.0).or_default() += 1;
-    let lib_prog = match CheckedProgram::new(&lib_prog) {
-        Ok(p) => p,
+    // libpcap's `protochain` code loops (backward jumps): such programs
+    // are only run on a packet after `trace_libpcap` saw them finish.
+    let loops = lib_prog.iter().any(|i| i.code & 0x07 == sift_bpf::insn::op::JMP && i.code & 0xf0 == 0 && (i.k as i32) < 0);
+    let lib_prog = match CheckedProgram::new_allow_backward(&lib_prog) {
+        Ok(p) => Lib { prog: p, loops },
         Err(e) => {
             report.record(dis(Kind::Oracle, Some(format!("libpcap program not runnable: {e}")), None, None), c.max_details);
             return;
@@ -743,7 +987,11 @@ fn one_expression(
     let jit_pred = match engines.jit_pred(run_pred, snaplen) {
         Some(Ok(f)) => Some(f),
         Some(Err(e)) => {
-            report.record(dis(Kind::Interp, None, Some(format!("jit from the predicate: {e}")), None), c.max_details);
+            if program_too_large_exempt(lt, run_pred, &e.replace("cannot compile the predicate: ", "")) {
+                *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
+            } else {
+                report.record(dis(Kind::Interp, None, Some(format!("jit from the predicate: {e}")), None), c.max_details);
+            }
             None
         }
         None => None,
@@ -756,6 +1004,9 @@ fn one_expression(
     let mut kernel_ok = false;
     let mut sift_prog = Vec::new();
     match engines.codegen(run_pred, snaplen) {
+        Err(e) if program_too_large_exempt(lt, run_pred, &e) => {
+            *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
+        }
         Err(e) => report.record(dis(Kind::Codegen, None, Some(e), None), c.max_details),
         Ok(prog) => {
             sift_prog.clone_from(&prog);
@@ -780,16 +1031,21 @@ fn one_expression(
                 };
                 match attached {
                     Ok(()) => kernel_ok = true,
+                    Err(e) if kernel::is_rejected(&e) && e.to_string().contains("Cannot allocate memory") && program_too_large_exempt(lt, run_pred, "program too large") => {
+                        // Beyond the socket option memory limit: sift's
+                        // program is the larger one for the same reasons.
+                        *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
+                    }
                     Err(e) if kernel::is_rejected(&e) => {
                         // Not sift's fault if the kernel cannot take libpcap's
                         // own program either (e.g. beyond net.core.optmem_max).
-                        match KernelFilter::new(lib_prog.insns()) {
+                        match KernelFilter::new(lib_prog.prog.insns()) {
                             Err(le) if kernel::is_rejected(&le) => report.kernel_skipped += 1,
                             _ => {
                                 let mut d = dis(Kind::KernelRefused, None, Some(e.to_string()), None);
                                 d.note = Some(format!(
                                     "the kernel accepts libpcap's {}-instruction program; sift's has {}",
-                                    lib_prog.insns().len(),
+                                    lib_prog.prog.insns().len(),
                                     prog.len()
                                 ));
                                 report.record(d, c.max_details);
@@ -820,6 +1076,12 @@ fn one_expression(
             (Some(k), None) => KernelVerdict::Ask(k),
         };
         let v = run_engines(engines, &lib_prog, &sifts, interp.as_ref(), jit.as_ref(), kv, data, wire);
+        if v.lib_unbounded {
+            // libpcap's protochain loop did not finish within the trace's
+            // limit (it may never): sift stops after 64 headers.
+            *report.exempted.entry(PROTOCHAIN_BOUND).or_default() += 1;
+            continue;
+        }
         report.packets += 1;
         report.libpcap_matches += usize::from(v.verdicts.libpcap);
         report.eval_compared += 1;
@@ -835,9 +1097,19 @@ fn one_expression(
             let w = &v.verdicts;
             let sift_consistent = w.interp.is_none_or(|i| Some(i) == w.eval)
                 && (w.jit_value.is_none() || w.jit_value == w.interp_value);
-            if sift_consistent && wlan_register_reuse_possible(lt, expr) {
-                *report.exempted.entry(WLAN_REGISTER_REUSE).or_default() += 1;
-                continue;
+            if sift_consistent {
+                let lens = [wire, u32::try_from(data.len()).unwrap_or(u32::MAX)];
+                let traces = lens.map(|w| trace_libpcap(lib_prog.prog.insns(), data, w, TRACE_BACKWARD_LIMIT));
+                if lib_prog.loops
+                    && traces.iter().any(|t| t.backward_jumps.is_none_or(|n| n > sift_ir::PROTOCHAIN_MAX_STEPS))
+                {
+                    *report.exempted.entry(PROTOCHAIN_BOUND).or_default() += 1;
+                    continue;
+                }
+                if has_runtime_offsets(lt) && traces.iter().any(|t| t.overwritten_base) {
+                    *report.exempted.entry(WLAN_REGISTER_REUSE).or_default() += 1;
+                    continue;
+                }
             }
             // Count every disagreeing packet; detail only the first per
             // expression (shrunk).
@@ -859,6 +1131,29 @@ fn one_expression(
     }
 }
 
+/// How many backward jumps [`trace_libpcap`] follows before it gives up on
+/// a `protochain` loop.
+const TRACE_BACKWARD_LIMIT: u32 = 2_000;
+
+/// libpcap's program for one expression.
+struct Lib {
+    prog: CheckedProgram,
+    /// It has backward jumps (`protochain`).
+    loops: bool,
+}
+
+impl Lib {
+    /// libpcap's interpreter's return value, or `None` when the program
+    /// loops and did not finish within [`TRACE_BACKWARD_LIMIT`] backward
+    /// jumps (libpcap 1.10.3 is then not run: it might never return).
+    fn filter(&self, data: &[u8], wire: u32) -> Option<u32> {
+        if self.loops && trace_libpcap(self.prog.insns(), data, wire, TRACE_BACKWARD_LIMIT).backward_jumps.is_none() {
+            return None;
+        }
+        Some(self.prog.filter(data, wire))
+    }
+}
+
 /// sift's predicates for one expression: the lowered one, the optimized
 /// one, and the JIT compiled from the optimized one.
 struct Sift<'a> {
@@ -870,6 +1165,8 @@ struct Sift<'a> {
 struct Run {
     verdicts: Verdicts,
     kernel_err: Result<(), String>,
+    /// libpcap's program was not run: its loop did not finish in time.
+    lib_unbounded: bool,
 }
 
 /// The kernel's verdict on a packet: not used, already known (batch), or
@@ -883,7 +1180,7 @@ enum KernelVerdict<'a> {
 
 fn run_engines(
     engines: &dyn Engines,
-    lib: &CheckedProgram,
+    lib: &Lib,
     sift: &Sift<'_>,
     interp: Option<&Interp>,
     jit: Option<&Interp>,
@@ -891,7 +1188,10 @@ fn run_engines(
     data: &[u8],
     wire: u32,
 ) -> Run {
-    let libpcap_value = lib.filter(data, wire);
+    let (libpcap_value, lib_unbounded) = match lib.filter(data, wire) {
+        Some(v) => (v, false),
+        None => (0, true),
+    };
     let libpcap = libpcap_value != 0;
     let eval = Some(engines.eval(sift.pred, data, wire));
     let eval_opt = sift.opt.map(|p| engines.eval(p, data, wire));
@@ -911,12 +1211,10 @@ fn run_engines(
             }
         },
     };
-    let (kernel_v, lib_k) = match known {
-        Some(v) => {
-            let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-            (Some(v), Some(lib.filter(data, len) != 0))
-        }
-        None => (None, None),
+    let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    let (kernel_v, lib_k) = match known.map(|v| (v, lib.filter(data, len))) {
+        Some((v, Some(l))) => (Some(v), Some(l != 0)),
+        _ => (None, None),
     };
     Run {
         verdicts: Verdicts {
@@ -932,6 +1230,7 @@ fn run_engines(
             kernel: kernel_v,
         },
         kernel_err,
+        lib_unbounded,
     }
 }
 
@@ -941,7 +1240,7 @@ fn run_engines(
 #[allow(clippy::too_many_arguments)]
 fn shrink(
     engines: &dyn Engines,
-    lib: &CheckedProgram,
+    lib: &Lib,
     sift: &Sift<'_>,
     interp: Option<&Interp>,
     jit: Option<&Interp>,
@@ -968,7 +1267,7 @@ fn shrink(
         let cut = &data[..len];
         let kv = kernel.map_or(KernelVerdict::None, KernelVerdict::Ask);
         let r = run_engines(engines, lib, sift, interp, jit, kv, cut, wire);
-        if r.verdicts.disagree() && signature(&r.verdicts) == want {
+        if !r.lib_unbounded && r.verdicts.disagree() && signature(&r.verdicts) == want {
             return PacketRepro { data: cut.to_vec(), wire_len: wire, original_len: data.len(), verdicts: r.verdicts };
         }
     }
@@ -1187,11 +1486,54 @@ mod tests {
     fn known_differences_exempt() {
         let k = &MASTER_RANGE_CHECKS;
         let msg = "protocol number 256 greater than maximum 255";
-        assert!((k.applies)("ip proto 256", None, Some(msg)));
-        assert!((k.applies)("tcp or ip proto 6 or 256", None, Some(msg)));
-        assert!(!(k.applies)("ip proto 25", None, Some("syntax error")));
-        assert!(!(k.applies)("ip proto 256", Some("x"), Some(msg)));
-        assert!(!(k.applies)("ip proto 256", None, None));
+        let en = LinkType::EN10MB;
+        assert!((k.applies)(en, "ip proto 256", None, Some(msg)));
+        assert!((k.applies)(en, "tcp or ip proto 6 or 256", None, Some(msg)));
+        assert!(!(k.applies)(en, "ip proto 25", None, Some("syntax error")));
+        assert!(!(k.applies)(en, "ip proto 256", Some("x"), Some(msg)));
+        assert!(!(k.applies)(en, "ip proto 256", None, None));
+    }
+
+    /// An IPv6 packet (raw) whose extension-header chain has `n`
+    /// destination-options headers before TCP.
+    fn v6_chain(n: usize) -> Vec<u8> {
+        let mut p = vec![0x60, 0, 0, 0, 0, 0, if n == 0 { 6 } else { 60 }, 64];
+        p.extend_from_slice(&[0; 32]);
+        for i in 0..n {
+            p.extend_from_slice(&[if i + 1 == n { 6 } else { 60 }, 0, 1, 4, 0, 0, 0, 0]);
+        }
+        p.extend_from_slice(&[0; 20]);
+        p
+    }
+
+    #[test]
+    fn traces_count_protochain_loops() {
+        let prog = libpcap::compile("ip6 protochain 6", LinkType::RAW.0, SNAPLEN, None, false).unwrap();
+        for n in [0usize, 3, 64, 65, 100] {
+            let p = v6_chain(n);
+            let t = trace_libpcap(&prog, &p, p.len() as u32, 1000);
+            assert_eq!(t.backward_jumps, Some(n as u32), "{n} headers");
+            // The trace follows libpcap's semantics: same return value.
+            let lib = CheckedProgram::new_allow_backward(&prog).unwrap();
+            assert_eq!(t.value, Some(lib.filter(&p, p.len() as u32)));
+            assert!(!t.overwritten_base);
+        }
+        let p = v6_chain(100);
+        assert_eq!(trace_libpcap(&prog, &p, p.len() as u32, 64).backward_jumps, None);
+    }
+
+    #[test]
+    fn traces_see_libpcap_1192() {
+        // A radiotap frame: 8-byte header, then a management frame.
+        let mut p = vec![0, 0, 8, 0, 0, 0, 0, 0, 0x40, 0];
+        p.extend_from_slice(&[0; 30]);
+        let lt = LinkType::IEEE802_11_RADIO.0;
+        let bug = libpcap::compile("(radio[16] & 0x40) == 0 and type mgt", lt, SNAPLEN, None, false).unwrap();
+        assert!(trace_libpcap(&bug, &p, p.len() as u32, 64).overwritten_base);
+        for fine in ["type mgt and (radio[16] & 0x40) == 0", "type mgt", "radio[16] & 0x40 == 0"] {
+            let prog = libpcap::compile(fine, lt, SNAPLEN, None, false).unwrap();
+            assert!(!trace_libpcap(&prog, &p, p.len() as u32, 64).overwritten_base, "{fine}");
+        }
     }
 
     #[test]

@@ -194,6 +194,8 @@ enum Kind {
     EtherProto,
     /// MAC address.
     Mac,
+    /// Nothing is inherited (no continuation).
+    None,
 }
 
 struct Gen<'a> {
@@ -381,7 +383,9 @@ impl Gen<'_> {
             (3, 8),    // less/greater
             (22, 9),   // relation
             (if eth { 5 } else { 1 }, 10), // vlan/mpls/pppoe/llc/OSI/DECnet
-            (if self.wlan() { 12 } else { 0 }, 11), // 802.11 type/subtype/dir/addresses
+            // 802.11 type/subtype/dir/addresses (libpcap 1.10.3 refuses
+            // type/subtype/dir on PPI: rarely there).
+            (if self.opts.linktype == LinkType::PPI { 2 } else if self.wlan() { 12 } else { 0 }, 11),
         ]);
         let kind = match choice {
             0 => Some(self.host()),
@@ -530,7 +534,7 @@ impl Gen<'_> {
 
     /// Optional `and|or [not] id` continuations, or a parenthesised id list.
     fn inherited(&mut self, kind: Kind) {
-        if !self.rng.chance(0.25) {
+        if kind == Kind::None || !self.rng.chance(0.25) {
             return;
         }
         let n = 1 + self.rng.index(2);
@@ -583,6 +587,7 @@ impl Gen<'_> {
             Kind::Proto => self.proto_value(),
             Kind::EtherProto => self.ether_proto_value(),
             Kind::Mac => self.mac_text(),
+            Kind::None => String::new(),
         };
         self.push(&s);
     }
@@ -688,9 +693,29 @@ impl Gen<'_> {
     }
 
     fn proto(&mut self) -> Kind {
-        let which = *self.rng.weighted(&[(4, "ip proto"), (3, "ip6 proto"), (3, "proto"), (4, "ether proto")]);
+        let which = *self.rng.weighted(&[
+            (4, "ip proto"),
+            (3, "ip6 proto"),
+            (3, "proto"),
+            (4, "ether proto"),
+            (1, "protochain"),
+            (1, "ip protochain"),
+            (2, "ip6 protochain"),
+        ]);
         self.push(which);
         self.sep();
+        if which.ends_with("protochain") {
+            // Mostly the protocols of the packets' header chains; rarely
+            // inherited (`protochain 6 or 17`), as each walk is long.
+            let v = if self.rng.chance(0.7) {
+                let p = *self.rng.pick(&[6u32, 17, 58, 1, 0, 43, 44, 60, 51, 50, 41, 4, 132, 59, 135]);
+                self.number_text(p)
+            } else {
+                self.proto_value()
+            };
+            self.push(&v);
+            return if self.rng.chance(0.15) { Kind::Proto } else { Kind::None };
+        }
         if which.starts_with("ether") {
             let v = self.ether_proto_value();
             self.push(&v);
@@ -1277,7 +1302,8 @@ mod tests {
             "ip proto", "ip6 proto", "proto", "ether host", "broadcast", "multicast", "ip broadcast", "less",
             "greater", "len", "tcp[", "ip[", "ip6[", "icmp[", "ether[", "tcpflags", "tcp-syn", "icmp-echo",
             "icmp6-echo", "not", "!", "&&", "||", "(", "<<", ">>", "%", "^", "mask", "/", "::", "\\",
-            "vlan", "mpls", "pppoes", "pppoed", "llc", "isis", "iso proto", "decnet src",
+            "vlan", "mpls", "pppoes", "pppoed", "llc", "isis", "iso proto", "decnet src", "ip6 protochain",
+            "ip protochain", " protochain",
         ] {
             assert!(all.contains(needle), "never generated: {needle}");
         }

@@ -4,7 +4,8 @@
 //! with 802.1Q/QinQ tags, MPLS stacks, PPPoE, 802.3 + LLC/SNAP; raw IPv4 and
 //! IPv6; BSD/OpenBSD loopback; Linux cooked v1 and v2), whose payload is an
 //! IPv4 packet (options, bogus IHL, fragments), an IPv6 packet (extension
-//! header chains), ARP/RARP, or something else; the transport is TCP, UDP,
+//! header chains, some longer than `protochain`'s bound of 64 headers; IPv6
+//! and IPv4 in IPv6), ARP/RARP, or something else; the transport is TCP, UDP,
 //! SCTP, ICMP, ICMPv6, IGMP, PIM, VRRP, AH, ESP, GRE or a random protocol.
 //! Field values come mostly from [`crate::pool`] and sometimes at random,
 //! and everything is occasionally inconsistent on purpose (wrong version
@@ -565,19 +566,36 @@ pub(crate) fn ipv4(rng: &mut Rng) -> Vec<u8> {
 }
 
 pub(crate) fn ipv6(rng: &mut Rng) -> Vec<u8> {
+    ipv6_at(rng, 0)
+}
+
+/// The extension headers before the upper-layer protocol: usually none,
+/// often one to three, sometimes a long chain (`protochain` walks them; sift
+/// stops after 64, so chains around and beyond that length matter).
+fn ext_chain(rng: &mut Rng) -> Vec<u8> {
+    match rng.below(100) {
+        0..=34 => {
+            let n = 1 + rng.index(3);
+            (0..n).map(|_| *rng.pick(&[0u8, 0, 43, 44, 44, 60, 51])).collect()
+        }
+        35..=38 => {
+            let n = rng.one_of(&[4usize, 8, 16, 62, 63, 64, 65, 66, 80], |r| 4 + r.index(120));
+            (0..n).map(|_| *rng.pick(&[0u8, 60, 60, 43, 44, 51])).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// An IPv6 packet; `depth` counts the IP headers around it (IPv4 and IPv6
+/// in IPv6 nest at most twice).
+fn ipv6_at(rng: &mut Rng, depth: u8) -> Vec<u8> {
     let version: u32 = if rng.chance(0.95) { 6 } else { rng.below(16) as u32 };
     let mut h = Vec::with_capacity(100);
     put32(&mut h, (version << 28) | (rng.next_u32() & 0x0fff_ffff & if rng.chance(0.5) { 0 } else { u32::MAX }));
     put16(&mut h, 0); // payload length, set below
     // Extension header chain.
-    let mut chain: Vec<u8> = Vec::new();
-    if rng.chance(0.35) {
-        let n = 1 + rng.index(3);
-        for _ in 0..n {
-            chain.push(*rng.pick(&[0u8, 0, 43, 44, 44, 60, 51]));
-        }
-    }
-    let upper = ip_proto(rng, true);
+    let chain = ext_chain(rng);
+    let upper = if depth < 2 && rng.chance(0.06) { *rng.pick(&[41u8, 41, 4]) } else { ip_proto(rng, true) };
     let first = chain.first().copied().unwrap_or(upper);
     h.push(first);
     h.push(rng.one_of(&[1u8, 64, 255], |r| r.byte()));
@@ -611,8 +629,9 @@ pub(crate) fn ipv6(rng: &mut Rng) -> Vec<u8> {
                 rng.fill(&mut body, n);
             }
             _ => {
-                // HBH / routing / destination options: 8-byte units minus 1.
-                let units = rng.index(3);
+                // HBH / routing / destination options: 8-byte units minus 1
+                // (the shortest in long chains).
+                let units = if chain.len() > 3 { usize::from(rng.chance(0.1)) } else { rng.index(3) };
                 body.push(next);
                 body.push(units as u8);
                 if ext == 43 {
@@ -630,7 +649,7 @@ pub(crate) fn ipv6(rng: &mut Rng) -> Vec<u8> {
             }
         }
     }
-    body.extend(transport(rng, upper, true, 0));
+    body.extend(transport(rng, upper, true, depth));
     let pl = if rng.chance(0.85) { body.len() as u16 } else { rng.next_u32() as u16 };
     set16(&mut h, 4, pl);
     h.extend(body);
@@ -730,6 +749,9 @@ fn transport(rng: &mut Rng, proto: u8, v6: bool, depth: u8) -> Vec<u8> {
             put16(&mut t, 0);
             put16(&mut t, *rng.pick(&[0x0800u16, 0x86dd, 0x6558]));
         }
+        // IPv6 and IPv4 in IPv6 (`protochain 41`, `ip6 protochain 4`).
+        41 if v6 && depth < 2 => return ipv6_at(rng, depth + 1),
+        4 if v6 && depth < 2 => return ipv4(rng),
         _ => {}
     }
     let n = match rng.below(4) {
@@ -839,9 +861,37 @@ mod tests {
             let p = ipv6(&mut r);
             ext.insert(p[6]);
         }
-        for nh in [0u8, 43, 44, 51, 60, 6, 17, 58, 132] {
+        for nh in [0u8, 43, 44, 51, 60, 6, 17, 58, 132, 41, 4] {
             assert!(ext.contains(&nh), "next header {nh} never generated");
         }
+    }
+
+    /// The length of the extension-header chain of an IPv6 packet, as
+    /// `protochain` walks it (HBH, routing, fragment, destination options,
+    /// AH).
+    fn chain_len(p: &[u8]) -> usize {
+        let (mut nh, mut off, mut n) = (p[6], 40usize, 0);
+        while matches!(nh, 0 | 43 | 44 | 60 | 51) && off + 2 <= p.len() {
+            let len = match nh {
+                44 => 8,
+                51 => (usize::from(p[off + 1]) + 2) * 4,
+                _ => (usize::from(p[off + 1]) + 1) * 8,
+            };
+            nh = p[off];
+            off += len;
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn ipv6_chains_reach_beyond_the_protochain_bound() {
+        let mut r = Rng::new(5);
+        let lens: Vec<usize> = (0..4000).map(|_| chain_len(&ipv6(&mut r))).collect();
+        let bound = sift_ir::PROTOCHAIN_MAX_STEPS as usize;
+        assert!(lens.iter().any(|&n| n == bound), "no chain of exactly {bound}");
+        assert!(lens.iter().any(|&n| n > bound), "no chain longer than {bound}");
+        assert!(lens.iter().filter(|&&n| (4..bound).contains(&n)).count() > 20);
     }
 
     #[test]

@@ -34,7 +34,8 @@ fn generator_accept_rate() {
 fn kernel_agrees_with_libpcap_on_libpcap_programs() {
     let r = diff::oracle_check(4242, 2_000, 100);
     print!("{r}");
-    assert!(r.programs > 1_800);
+    // About 88% of the expressions compile (fewer on the 802.11 link types).
+    assert!(r.programs > 1_700);
     // The kernel refuses nothing but very long programs (beyond the socket
     // option memory limit, net.core.optmem_max).
     assert!(r.refused_min_len.is_none_or(|n| n > 1000), "{r}");

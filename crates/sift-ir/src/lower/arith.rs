@@ -93,8 +93,10 @@ impl Lowerer<'_> {
         })
     }
 
-    fn check_regs(&self, n: usize) -> Result<()> {
-        if n > MEMWORDS {
+    /// libpcap's `alloc_reg` fails when `n` more registers are needed at
+    /// once besides the ones it never freed ([`Lowerer::leaked_regs`]).
+    pub(crate) fn check_regs(&self, n: usize) -> Result<()> {
+        if n + self.leaked_regs.get() > MEMWORDS {
             return self.err("too many registers needed to evaluate expression");
         }
         Ok(())

@@ -165,6 +165,7 @@ pub fn lower(filter: &Filter, opts: &LowerOptions) -> Result<Pred, Error> {
         depth: 0,
         var_hdr_used: Cell::new(false),
         var_pl_used: Cell::new(false),
+        leaked_regs: Cell::new(0),
         var_case,
         tunnels: Vec::new(),
         tunnel_used: Cell::new(false),
@@ -216,6 +217,9 @@ pub(crate) struct Lowerer<'a> {
     /// The tunnel states where the expression just lowered exits true and
     /// false.
     exits: (tunnel::TunnelStates, tunnel::TunnelStates),
+    /// Scratch registers libpcap allocated and never freed so far (one per
+    /// unqualified `protochain`): fewer are left for arithmetic.
+    pub(crate) leaked_regs: Cell<usize>,
 }
 
 /// The direction qualifier as the generators see it (`None` in the AST is

@@ -128,8 +128,18 @@ impl Lowerer<'_> {
             let walk = Value::Protochain { v6, proto, nl: cx.link.nl() };
             Ok(lt.and(Pred::eq(walk, v)))
         };
+        // libpcap's `gen_protochain` allocates a scratch register on entry
+        // and frees it at the end, except for the unqualified form, which
+        // returns early after the IPv4 and IPv6 walks (each with its own
+        // register): its register is never freed, and later arithmetic
+        // (or protochains) have one less.
+        self.check_regs(1)?;
         match proto {
-            None => Ok(chain(self, false)?.or(chain(self, true)?)),
+            None => {
+                self.leaked_regs.set(self.leaked_regs.get() + 1);
+                self.check_regs(1)?;
+                Ok(chain(self, false)?.or(chain(self, true)?))
+            }
             Some(ProtoQual::Ip) => chain(self, false),
             Some(ProtoQual::Ip6) => chain(self, true),
             Some(_) => self.err("bad protocol applied for 'protochain'"),

@@ -267,6 +267,37 @@ fn too_many_registers() {
     assert_eq!(e.message, "too many registers needed to evaluate expression");
 }
 
+/// libpcap never frees the register an unqualified `protochain` allocates
+/// (found by the random differential campaign): each one leaves one less
+/// for later arithmetic, and the 16th cannot allocate its walks' register.
+#[test]
+fn unqualified_protochain_leaks_a_register() {
+    let chain15 = |n: usize| {
+        let mut s = "1".to_string();
+        for _ in 1..n {
+            s = format!("1 + ({s})");
+        }
+        format!("{s} = 0")
+    };
+    let lower = |text: &str| {
+        let f = sift_syntax::parse(text).unwrap();
+        crate::lower(&f, &LowerOptions::default())
+    };
+    // 16 registers: fine alone and after a qualified protochain (freed).
+    assert!(lower(&chain15(16)).is_ok());
+    assert!(lower(&format!("ip6 protochain 6 or {}", chain15(16))).is_ok());
+    // After an unqualified one, only 15 are left; before it, all 16.
+    let e = lower(&format!("protochain 6 or {}", chain15(16))).unwrap_err();
+    assert_eq!(e.message, "too many registers needed to evaluate expression");
+    assert!(lower(&format!("protochain 6 or {}", chain15(15))).is_ok());
+    assert!(lower(&format!("{} or protochain 6", chain15(16))).is_ok());
+    // 15 unqualified protochains compile (15 leaked + 1 for the walks);
+    // the 16th cannot allocate its walk's register.
+    let many = |n: usize| vec!["protochain 6"; n].join(" or ");
+    assert!(lower(&many(15)).is_ok());
+    assert_eq!(lower(&many(16)).unwrap_err().message, "too many registers needed to evaluate expression");
+}
+
 #[test]
 fn long_chains_do_not_recurse() {
     let mut e = prim(Primitive::Less(1));

@@ -28,7 +28,9 @@ const USAGE: &str = "usage: difftest --seed N --count M [--packets P] [--no-kern
   --count M       number of expressions (default 1000)
   --packets P     packets per accepted expression (default 100)
   --no-kernel     do not run sift's programs in the kernel
-  --linktype NAME only this link type (EN10MB, RAW, IPV4, IPV6, NULL, LOOP, LINUX_SLL, LINUX_SLL2)
+  --linktype NAME only this link type (default: rotate over EN10MB, RAW, IPV4, IPV6, NULL,
+                  LOOP, LINUX_SLL, LINUX_SLL2, IEEE802_11, IEEE802_11_RADIO, PPI,
+                  PRISM_HEADER, IEEE802_11_RADIO_AVS; any DLT name sift knows)
   --threads T     worker threads (default: all cores)
   --details D     disagreements shown in full (default 50)
   --errors        also list libpcap's compile errors by frequency
