@@ -164,8 +164,9 @@ impl JitFilter {
 
     /// Compiles a predicate straight to machine code: the filter returns
     /// `accept` when `pred` holds and 0 when it does not or its evaluation
-    /// aborts (`sift_ir::eval` semantics). Trees nested deeper than 400
-    /// levels, or values needing more than nine registers, go
+    /// aborts (`sift_ir::eval` semantics). `protochain` (a bounded loop),
+    /// trees nested deeper than 400 levels, or values needing more than
+    /// nine registers go
     /// through `sift_bpf::codegen` and [`JitFilter::from_program`] instead;
     /// [`JitFilter::insn_count`] is then the cBPF length (0 for the direct
     /// path).

@@ -64,8 +64,23 @@ fn lowered_expressions_agree_with_the_evaluator_and_the_interpreter() {
                 continue;
             };
             let snaplen = diff::snaplen_for(SEED, i);
-            let jit = JitFilter::from_pred_with(&pred, snaplen).expect("JIT");
-            assert_eq!(jit.insn_count(), 0, "{expr:?} went through cBPF");
+            let jit = match JitFilter::from_pred_with(&pred, snaplen) {
+                Ok(j) => j,
+                // A protochain filter goes through cBPF, whose programs can
+                // exceed BPF_MAXINSNS (a documented limit, exempted in the
+                // differential campaigns too).
+                Err(sift_jit::JitError::Codegen(sift_bpf::codegen::CodegenError::ProgramTooLarge { .. }))
+                    if expr.contains("protochain") =>
+                {
+                    continue
+                }
+                Err(e) => panic!("{expr:?}: JIT: {e:?}"),
+            };
+            // `protochain` (a loop) is the one construct the direct path
+            // leaves to cBPF by design.
+            if !expr.contains("protochain") {
+                assert_eq!(jit.insn_count(), 0, "{expr:?} went through cBPF");
+            }
             let interp = compile(&pred, &CodegenOptions { snaplen })
                 .ok()
                 .and_then(|p| Program::new(&p).ok());
