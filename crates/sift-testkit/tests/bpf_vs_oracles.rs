@@ -20,7 +20,14 @@ fn interp_matches_libpcap_on_libpcap_programs() {
     for i in 0..2_000 {
         let (lt, mask, expr) = diff::case(99, i, None);
         let Ok(prog) = libpcap::compile(&expr, lt.0, diff::SNAPLEN, mask, false) else { continue };
-        let lib = CheckedProgram::new(&prog).expect("libpcap program runnable");
+        // libpcap's `protochain` loops (a backward jump; a crafted chain can
+        // make it loop forever): differential.rs compares those programs
+        // behind a bounded trace, this test takes loop-free ones only.
+        let lib = match CheckedProgram::new(&prog) {
+            Ok(lib) => lib,
+            Err(_) if expr.contains("protochain") => continue,
+            Err(e) => panic!("libpcap program not runnable: {e:?} ({expr:?})"),
+        };
         let ours = sift_bpf::interp::Program::new(&prog).expect("sift accepts libpcap's program");
         programs += 1;
         let mut rng = Rng::fork(99, i as u64);
