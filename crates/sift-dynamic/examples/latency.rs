@@ -14,9 +14,16 @@ fn conn_pass(port: u32) -> Vec<Instr> {
         Instr::All(vec![
             Atom::new(Field::direct(Size::Half, 12), Cmp::eq(0x800)),
             Atom::new(Field::direct(Size::Byte, 23), Cmp::eq(6)),
-            Atom { field: Field::direct(Size::Half, 20), cmp: Cmp::AnyBits(0x1fff), negate: true },
+            Atom {
+                field: Field::direct(Size::Half, 20),
+                cmp: Cmp::AnyBits(0x1fff),
+                negate: true,
+            },
         ]),
-        Instr::Test(Atom::new(Field::ipv4_payload(Size::Half, 14, 16), Cmp::eq(port))),
+        Instr::Test(Atom::new(
+            Field::ipv4_payload(Size::Half, 14, 16),
+            Cmp::eq(port),
+        )),
     ]
 }
 
@@ -31,7 +38,8 @@ fn main() {
     for n in [1usize, 10, 50, 200] {
         let mut f = DynamicFilter::new(LinkType::EN10MB);
         for i in 0..n {
-            f.new_pass(i, conn_pass(20_000 + i as u32)).expect("new pass");
+            f.new_pass(i, conn_pass(20_000 + i as u32))
+                .expect("new pass");
         }
         let _reader = f.handle();
         let (mut add, mut dup, mut del) = (Vec::new(), Vec::new(), Vec::new());
@@ -40,7 +48,8 @@ fn main() {
             let t = Instant::now();
             f.add_value(last, 1, 40_000 + r as u32).expect("add");
             add.push(t.elapsed().as_nanos() as u64);
-            f.remove_value(last, 1, 40_000 + r as u32).expect("remove value");
+            f.remove_value(last, 1, 40_000 + r as u32)
+                .expect("remove value");
             let t = Instant::now();
             let d = f.duplicate_pass(last).expect("dup");
             dup.push(t.elapsed().as_nanos() as u64);
@@ -59,9 +68,15 @@ fn main() {
             let t = Instant::now();
             g.add_value(0, 1, 40_000 + r as u32).expect("add");
             set_add.push(t.elapsed().as_nanos() as u64);
-            g.remove_value(0, 1, 40_000 + r as u32).expect("remove value");
+            g.remove_value(0, 1, 40_000 + r as u32)
+                .expect("remove value");
         }
-        for (name, v) in [("add-port", add), ("duplicate-pass", dup), ("remove-pass", del), ("add-port-to-set", set_add)] {
+        for (name, v) in [
+            ("add-port", add),
+            ("duplicate-pass", dup),
+            ("remove-pass", del),
+            ("add-port-to-set", set_add),
+        ] {
             let (m, p99) = stats(v);
             println!("N={n:4} {name:15} median {m:6} ns  p99 {p99:6} ns");
         }

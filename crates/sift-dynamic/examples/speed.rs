@@ -19,18 +19,32 @@ use sift_dynamic::{DynamicFilter, LinkType};
 
 fn main() {
     let kinds: Vec<String> = std::env::args().skip(1).collect();
-    let kinds = if kinds.is_empty() { vec!["web".to_string()] } else { kinds };
-    let filters = select_filters(&std::env::var("FILTERS").unwrap_or_else(|_| "swift".into())).expect("filters");
+    let kinds = if kinds.is_empty() {
+        vec!["web".to_string()]
+    } else {
+        kinds
+    };
+    let filters = select_filters(&std::env::var("FILTERS").unwrap_or_else(|_| "swift".into()))
+        .expect("filters");
     for kind in &kinds {
         let k: Kind = kind.parse().expect("workload kind");
-        let count = std::env::var("COUNT").ok().and_then(|c| c.parse().ok()).unwrap_or(k.default_count().min(200_000));
+        let count = std::env::var("COUNT")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(k.default_count().min(200_000));
         let pkts: Vec<Packet> = generate(k, count, 1);
         println!("{kind} ({count} packets)            dynamic Mpps   jit Mpps   libpcap Mpps   dyn/jit  dyn/libpcap");
         for spec in &filters {
-            let opts = CompileOptions { snaplen: GEN_SNAPLEN, savefile: true, ..Default::default() };
+            let opts = CompileOptions {
+                snaplen: GEN_SNAPLEN,
+                savefile: true,
+                ..Default::default()
+            };
             let jit = Filter::with_engine(&spec.expr, &opts, Engine::Jit).expect("jit");
             let dynf = DynamicFilter::from_expr(&spec.expr, LinkType::EN10MB).expect("dynamic");
-            let pcap = Libpcap::get().and_then(|l| l.compile(&spec.expr, 1, GEN_SNAPLEN, true).ok()).map(|x| x.0);
+            let pcap = Libpcap::get()
+                .and_then(|l| l.compile(&spec.expr, 1, GEN_SNAPLEN, true).ok())
+                .map(|x| x.0);
             let run = |f: &dyn Fn(&[u8], u32) -> bool| -> (f64, usize) {
                 let t = Instant::now();
                 let mut hits = 0usize;
@@ -43,7 +57,9 @@ fn main() {
             let mut hits = [0usize; 3];
             for _ in 0..(2_000_000 / pkts.len()).max(5) {
                 let j = run(&|d, w| jit.matches(d, w));
-                let l = pcap.as_ref().map_or((f64::MAX, 0), |p| run(&|d, w| p.matches(d, w)));
+                let l = pcap
+                    .as_ref()
+                    .map_or((f64::MAX, 0), |p| run(&|d, w| p.matches(d, w)));
                 let d = run(&|d, w| dynf.matches(d, w));
                 let r = [d, j, l];
                 for i in 0..3 {
