@@ -545,6 +545,24 @@ impl Fused {
         }
     }
 
+    /// [`crate::Program::for_each_verdict`] for this program: the plan is
+    /// chosen once, and the common ones run inline in the loop.
+    #[inline(always)]
+    pub(crate) fn for_each_verdict<T>(
+        &self,
+        items: &[T],
+        packet: impl Fn(&T) -> (&[u8], u32),
+        mut verdict: impl FnMut(usize, bool),
+    ) {
+        match &self.0 {
+            Plan::True => (0..items.len()).for_each(|i| verdict(i, true)),
+            Plan::L4PortsLanes { .. } => crate::batch(items, packet, verdict, |d, w| self.matches(d, w)),
+            Plan::L4Ports { .. } | Plan::One(_) => {
+                crate::batch(items, packet, verdict, |d, w| self.matches_other(d, w))
+            }
+        }
+    }
+
     #[inline(never)]
     fn matches_other(&self, data: &[u8], wire_len: u32) -> bool {
         let p = &mut Pkt::new(data, wire_len);

@@ -233,6 +233,41 @@ impl Program {
         }
     }
 
+    /// How many of `items` match; `packet` gives an item's captured bytes
+    /// and wire length. The batch entry point: the program's form (fused,
+    /// one inline pass, passes) is chosen once per call, and while one
+    /// packet is filtered the first cache line (the headers) of the packet
+    /// [`PREFETCH_AHEAD`] places further is prefetched, as the JIT's batch
+    /// entry does.
+    #[inline]
+    pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        let mut n = 0u64;
+        self.for_each_verdict(items, packet, |_, v| n += u64::from(v));
+        n
+    }
+
+    /// Runs the filter on every item, in order, handing `(index, verdict)`
+    /// to `verdict`; prefetches as [`Program::count_matches`] does.
+    #[inline]
+    pub fn for_each_verdict<T>(
+        &self,
+        items: &[T],
+        packet: impl Fn(&T) -> (&[u8], u32),
+        mut verdict: impl FnMut(usize, bool),
+    ) {
+        let Some(head) = &self.head else {
+            (0..items.len()).for_each(|i| verdict(i, false));
+            return;
+        };
+        match &head.fused {
+            Some(f) => f.for_each_verdict(items, packet, verdict),
+            None if head.single && !head.more => {
+                batch(items, packet, verdict, |d, w| Self::matches_inline(head, d, w))
+            }
+            None => batch(items, packet, verdict, |d, w| self.matches_passes(head, d, w)),
+        }
+    }
+
     /// A one-pass filter held whole in the head: a straight run of steps.
     #[inline(never)]
     fn matches_inline(head: &Head, data: &[u8], wire_len: u32) -> bool {
@@ -325,6 +360,27 @@ impl Program {
     }
 }
 
+/// How many packets ahead a batch loop prefetches (the JIT's distance).
+pub const PREFETCH_AHEAD: usize = sift_jit::PREFETCH_AHEAD;
+
+/// The batch loop: `matches` on every item in order, the headers of the
+/// packet [`PREFETCH_AHEAD`] places further prefetched meanwhile.
+#[inline(always)]
+pub(crate) fn batch<T>(
+    items: &[T],
+    packet: impl Fn(&T) -> (&[u8], u32),
+    mut verdict: impl FnMut(usize, bool),
+    matches: impl Fn(&[u8], u32) -> bool,
+) {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
+            sift_jit::simd::prefetch(packet(ahead).0);
+        }
+        let (data, wire_len) = packet(item);
+        verdict(i, matches(data, wire_len));
+    }
+}
+
 /// A listing: one line per pass, then one per instruction with its kind,
 /// a `*` when marked copied, and its expression text.
 impl fmt::Display for Program {
@@ -359,6 +415,12 @@ impl FilterHandle {
         self.shared.load_full()
     }
 
+    /// How many of `items` match the current filter, the whole batch on
+    /// one snapshot (see [`Program::count_matches`]).
+    pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        self.shared.load().count_matches(items, packet)
+    }
+
     /// A per-thread reader that keeps the current snapshot cached: one
     /// atomic load per packet while nothing changes.
     pub fn reader(&self) -> Reader {
@@ -378,6 +440,12 @@ impl Reader {
     #[inline]
     pub fn matches(&mut self, data: &[u8], wire_len: u32) -> bool {
         self.cache.load().matches(data, wire_len)
+    }
+
+    /// How many of `items` match the current filter, the whole batch on
+    /// one snapshot (see [`Program::count_matches`]).
+    pub fn count_matches<T>(&mut self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        self.cache.load().count_matches(items, packet)
     }
 }
 
@@ -459,6 +527,13 @@ impl DynamicFilter {
     #[inline]
     pub fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         self.current.matches(data, wire_len)
+    }
+
+    /// How many of `items` match (the batch entry point, see
+    /// [`Program::count_matches`]).
+    #[inline]
+    pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        self.current.count_matches(items, packet)
     }
 
     /// The equivalent expression (see [`Program::to_expr`]).

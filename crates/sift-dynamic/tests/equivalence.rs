@@ -18,12 +18,28 @@ fn check(f: &DynamicFilter, packets: &[(Vec<u8>, u32)], what: &str) {
     let s = static_filter(&text, f.linktype());
     let h = f.handle();
     let mut r = h.reader();
+    let mut wants = Vec::with_capacity(packets.len());
     for (data, wire) in packets {
         let want = s.matches(data, *wire);
         assert_eq!(f.matches(data, *wire), want, "{what}\nexpr: {text}\npacket: {data:02x?} wire {wire}");
         assert_eq!(h.matches(data, *wire), want, "{what} (handle)");
         assert_eq!(r.matches(data, *wire), want, "{what} (reader)");
+        wants.push(want);
     }
+    // The batch entry points give the same verdicts.
+    fn parts(p: &(Vec<u8>, u32)) -> (&[u8], u32) {
+        (&p.0, p.1)
+    }
+    let mut seen = 0;
+    f.program().for_each_verdict(packets, parts, |i, v| {
+        assert_eq!((i, v), (seen, wants[i]), "{what} (batch)\nexpr: {text}\npacket: {:02x?}", packets[i].0);
+        seen += 1;
+    });
+    assert_eq!(seen, packets.len());
+    let n = wants.iter().filter(|&&w| w).count() as u64;
+    assert_eq!(f.count_matches(packets, parts), n, "{what} (count_matches)");
+    assert_eq!(h.count_matches(packets, parts), n, "{what} (handle count_matches)");
+    assert_eq!(r.count_matches(packets, parts), n, "{what} (reader count_matches)");
 }
 
 fn packets(rng: &mut Rng, lt: LinkType, n: usize) -> Vec<(Vec<u8>, u32)> {

@@ -318,13 +318,14 @@ impl Filter {
     /// and wire length. The batch entry point: the engine is chosen once
     /// per call, and the JIT prefetches the headers of the packets a few
     /// places ahead (`sift_jit::JitFilter::count_matches`), the interpreter
-    /// reads them ahead for long programs (`sift_bpf::interp::Program::count_matches`).
+    /// reads them ahead for long programs (`sift_bpf::interp::Program::count_matches`),
+    /// the dynamic engine prefetches like the JIT (`sift_dynamic::Program::count_matches`).
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
         let packets = items.iter().map(&packet);
         let n = match &self.runner {
             Runner::Jit(j) => return j.count_matches(items, packet),
             Runner::Interp(p) => return p.count_matches(items, packet),
-            Runner::Dynamic(dy) => packets.filter(|&(d, w)| dy.matches(d, w)).count(),
+            Runner::Dynamic(dy) => return dy.count_matches(items, packet),
             Runner::Reference(pred) => packets
                 .filter(|&(data, wire_len)| sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }))
                 .count(),
