@@ -1,8 +1,18 @@
 //! Where compile time goes, stage by stage, for the standard filters (or
-//! `--expr`-style arguments): parse, lower, IR optimizer, cBPF code
-//! generation (+ cBPF optimizer + validation), JIT of the cBPF program
-//! (code generation + installing the pages), next to libpcap's
-//! `pcap_compile` with its optimizer. Median of N runs (thread CPU time).
+//! the named ones): parse, lower, IR optimizer, cBPF code generation
+//! (+ cBPF optimizer + validation), JIT of the cBPF program (code
+//! generation + installing the pages), unmapping the code (`drop`), next
+//! to the whole `sift::Filter::with_engine` and libpcap's `pcap_compile`
+//! with its optimizer.
+//!
+//! Each stage runs in batches of back-to-back calls on its prepared input
+//! (result dropped inside the batch), timed with the thread CPU clock
+//! around the batch, so the clock's own cost (a system call, ~0.5 µs) is
+//! spread over the batch. A batch lasts ~0.2 ms or at least one call; a
+//! figure is the median over N batches of the per-call time in ns. The
+//! stages of one filter are measured interleaved, round after round.
+//! libpcap's figure is the median of N single calls (wall clock around
+//! `pcap_compile` alone).
 //!
 //! `cargo run --release -p sift-bench --example compile_stages -- [N] [FILTER-NAME...]`
 
@@ -15,42 +25,49 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[v.len() / 2]
 }
 
+/// CPU ns per call of `f` over a batch of `batch` calls.
+fn per_call(batch: u64, mut f: impl FnMut()) -> u64 {
+    let t0 = thread_cpu_ns().unwrap_or(0);
+    for _ in 0..batch {
+        f();
+    }
+    thread_cpu_ns().unwrap_or(0).saturating_sub(t0) / batch
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
+    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(31).max(1);
     let names: Vec<&String> = args.iter().skip(1).collect();
-    let now = || thread_cpu_ns().unwrap_or(0);
     let opts = sift::CompileOptions { savefile: true, ..Default::default() };
     let lopts = sift_ir::LowerOptions { savefile: true, ..Default::default() };
+    let copts = sift_bpf::codegen::CodegenOptions::default();
     println!(
         "{:<17} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "filter", "parse", "lower", "optimize", "codegen", "jit", "install", "total", "libpcap"
+        "filter", "parse", "lower", "optimize", "codegen", "jit", "drop", "total", "libpcap"
     );
     for f in standard_filters() {
         if !names.is_empty() && !names.iter().any(|n| **n == f.name) {
             continue;
         }
-        let mut t = vec![Vec::new(); 7];
+        let ast = sift_syntax::parse(&f.expr).expect("parses");
+        let pred = sift_ir::lower(&ast, &lopts).expect("lowers");
+        let opt = sift_ir::optimize(&pred);
+        let prog = sift_bpf::codegen::compile(&opt, &copts).expect("codegen");
+        // Batch size: ~0.2 ms of the whole compile.
+        let whole = per_call(1, || drop(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)));
+        let batch = (200_000 / whole.max(1)).clamp(1, 10_000);
+        let mut t = vec![Vec::with_capacity(n); 7];
         for _ in 0..n {
-            let t0 = now();
-            let ast = sift_syntax::parse(&f.expr).expect("parses");
-            let t1 = now();
-            let pred = sift_ir::lower(&ast, &lopts).expect("lowers");
-            let t2 = now();
-            let opt = sift_ir::optimize(&pred);
-            let t3 = now();
-            let prog = sift_bpf::codegen::compile(&opt, &sift_bpf::codegen::CodegenOptions::default()).expect("codegen");
-            let t4 = now();
-            let jit = sift_jit::JitFilter::from_program(&prog).expect("jit");
-            let t5 = now();
-            drop(jit);
-            let t6 = now();
-            let full = sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit).expect("compiles");
-            let t7 = now();
-            drop(full);
-            for (i, d) in [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6].into_iter().enumerate() {
-                t[i].push(d);
-            }
+            t[0].push(per_call(batch, || drop(std::hint::black_box(sift_syntax::parse(&f.expr)))));
+            t[1].push(per_call(batch, || drop(std::hint::black_box(sift_ir::lower(&ast, &lopts)))));
+            t[2].push(per_call(batch, || drop(std::hint::black_box(sift_ir::optimize(&pred)))));
+            t[3].push(per_call(batch, || drop(std::hint::black_box(sift_bpf::codegen::compile(&opt, &copts)))));
+            let mut jits = Vec::with_capacity(batch as usize);
+            t[4].push(per_call(batch, || jits.push(sift_jit::JitFilter::from_program(&prog).expect("jit"))));
+            t[5].push(per_call(batch, || drop(jits.pop())));
+            t[6].push(per_call(batch, || {
+                drop(std::hint::black_box(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)))
+            }));
         }
         let lib = Libpcap::get().map(|l| {
             median((0..n).map(|_| l.compile(&f.expr, 1, 262_144, true).expect("libpcap compiles").1).collect())

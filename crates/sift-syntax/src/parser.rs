@@ -658,31 +658,31 @@ impl Parser<'_> {
             RawId::Leaf(i) => {
                 let sp = self.span_of(*i);
                 let qual = self.inherited(q, sp)?;
-                let tok = self.toks.get(*i).map(|t| t.tok.clone());
+                let tok = self.toks.get(*i).map(|t| &t.tok);
                 let id = match tok {
-                    Some(Tok::Num(n)) => Id::Num(n),
+                    Some(Tok::Num(n)) => Id::Num(*n),
                     Some(Tok::Id(name)) => {
                         if head.is_none() {
                             self.bare_name_end = Some((*i + 1, sp));
                         }
-                        Id::Name(name)
+                        Id::Name(name.clone())
                     }
                     Some(Tok::Hid(text)) => {
                         addr_qual_check(qual, "IPv4 address", sp)?;
                         let host_or_net = matches!(qual.addr, None | Some(AddrQual::Host | AddrQual::Net));
                         if qual.proto == Some(ProtoQual::Decnet) && host_or_net {
-                            decnet_address(&text, sp)?
+                            decnet_address(text, sp)?
                         } else {
-                            let (addr, parts) = ipv4_address(&text, sp)?;
+                            let (addr, parts) = ipv4_address(text, sp)?;
                             Id::Ipv4 { addr, parts }
                         }
                     }
                     Some(Tok::Hid6(_, addr)) => {
                         addr_qual_check(qual, "IPv6 address", sp)?;
-                        Id::Ipv6 { addr, len: None }
+                        Id::Ipv6 { addr: *addr, len: None }
                     }
-                    Some(Tok::Eid(mac)) => Id::Mac(mac),
-                    Some(Tok::Aid(a)) => Id::Mac8(a),
+                    Some(Tok::Eid(mac)) => Id::Mac(*mac),
+                    Some(Tok::Aid(a)) => Id::Mac8(*a),
                     _ => return Err(Error::new("syntax error", sp)),
                 };
                 Ok(Expr::Prim(Primitive::Id { qual, id }, with_head(sp)))
@@ -698,15 +698,16 @@ impl Parser<'_> {
                     Some(Tok::Num(n)) => *n,
                     _ => 0,
                 };
-                let id = match self.toks.get(*a).map(|t| t.tok.clone()) {
+                let a_sp = self.span_of(*a);
+                let id = match self.toks.get(*a).map(|t| &t.tok) {
                     Some(Tok::Hid(text)) => {
                         addr_qual_check(qual, "IPv4 address and prefix length", sp)?;
-                        let (addr, parts) = ipv4_address(&text, self.span_of(*a))?;
+                        let (addr, parts) = ipv4_address(text, a_sp)?;
                         Id::Ipv4Prefix { addr, parts, len }
                     }
                     Some(Tok::Hid6(_, addr)) => {
                         addr_qual_check(qual, "IPv6 address and prefix length", sp)?;
-                        Id::Ipv6 { addr, len: Some(len) }
+                        Id::Ipv6 { addr: *addr, len: Some(len) }
                     }
                     _ => return Err(Error::new("syntax error", sp)),
                 };
