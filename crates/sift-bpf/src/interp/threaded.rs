@@ -38,6 +38,13 @@ pub(super) struct Ctx {
     mem: [u32; 16],
 }
 
+impl Ctx {
+    /// A fresh state: zeroed scratch memory.
+    pub(super) fn new() -> Ctx {
+        Ctx { wire_len: 0, mem: [0; 16] }
+    }
+}
+
 /// A node's code: `(node, packet, A, X, state)` → what the program returns.
 type Run = fn(&Node, &[u8], u32, u32, &mut Ctx) -> u32;
 
@@ -72,6 +79,8 @@ pub(super) struct Tree {
     arena: Vec<Arc<Node>>,
     /// The most instructions a run can go through.
     longest_path: u32,
+    /// Whether the program reads scratch memory (`ld M[i]`, `ldx M[i]`).
+    reads_mem: bool,
 }
 
 impl std::fmt::Debug for Tree {
@@ -615,7 +624,8 @@ impl Tree {
         // Program order: dropping node i first only decrements the counts of
         // later nodes, which the arena still holds.
         arena.reverse();
-        Some(Tree { root, arena, longest_path })
+        let reads_mem = ops.iter().any(|op| matches!(op, Op::LdMem(_) | Op::LdxMem(_)));
+        Some(Tree { root, arena, longest_path, reads_mem })
     }
 
     /// Runs the program (see [`super::Program::run`]).
@@ -623,6 +633,18 @@ impl Tree {
     pub(super) fn run(&self, data: &[u8], wire_len: u32) -> u32 {
         let mut c = Ctx { wire_len, mem: [0; 16] };
         (self.root.run)(&self.root, data, 0, 0, &mut c)
+    }
+
+    /// Runs the program with `c` as its state, which may come from an
+    /// earlier run: the scratch memory is zeroed first if the program reads
+    /// it (a program that only writes it cannot tell).
+    #[inline]
+    pub(super) fn run_in(&self, c: &mut Ctx, data: &[u8], wire_len: u32) -> u32 {
+        c.wire_len = wire_len;
+        if self.reads_mem {
+            c.mem = [0; 16];
+        }
+        (self.root.run)(&self.root, data, 0, 0, c)
     }
 
     /// The most instructions a run can go through.
