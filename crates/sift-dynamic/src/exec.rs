@@ -10,8 +10,18 @@
 //! - 2 to [`SMALL_SET`](crate::SMALL_SET) values: **SIMD** lanes (on x86-64
 //!   two SSE2 registers compared against the broadcast field, see
 //!   [`sift_jit::simd::U32x8`]);
+//! - up to [`Buckets::MAX`] values: buckets of four slots, every value in
+//!   the bucket its hash picks (a multiply, a shift, four compares, no
+//!   branch);
 //! - more: the set's [`HashTable`] (a multiply, a shift, a probe or two);
-//! - IPv4 + protocol + not a fragment: one fused step.
+//! - IPv4 + protocol + not a fragment: one fused step;
+//! - `not tcp port (a or b ...)` after `ip` (alternatives: not the
+//!   protocol, a fragment, none of the ports): one `unless-l4` step.
+//!
+//! A program of one pass runs as a [`Fused`] plan: a few common shapes as
+//! straight functions, any other as its steps in a row, runs of negated set
+//! tests over two fields (`not host a and not host b ...`) fused into one
+//! `none-of` step that loads both fields and tests them without branches.
 //!
 //! Per packet, the IPv4 header length is loaded once ([`Pkt::ihl`]) and
 //! reused by every later step that addresses past that header.
@@ -128,6 +138,7 @@ enum PCmp {
     Never,
     Eq(u32),
     Lanes(U32x8),
+    Buckets(Arc<Buckets>),
     Table(Arc<HashTable>),
     Range(u32, u32),
     Gt(u32),
@@ -141,9 +152,12 @@ impl PCmp {
             Cmp::In(ValueSet::Small(v)) => match v[..] {
                 [] => PCmp::Never,
                 [k] => PCmp::Eq(k),
-                _ => U32x8::new(v).map_or_else(|| PCmp::Table(Arc::new(table_of(v))), PCmp::Lanes),
+                _ => U32x8::new(v).map_or_else(|| PCmp::new(&Cmp::In(ValueSet::Large(Arc::new(table_of(v))))), PCmp::Lanes),
             },
-            Cmp::In(ValueSet::Large(t)) => PCmp::Table(t.clone()),
+            Cmp::In(ValueSet::Large(t)) => match Buckets::new(t) {
+                Some(b) => PCmp::Buckets(Arc::new(b)),
+                None => PCmp::Table(t.clone()),
+            },
             Cmp::Range(lo, hi) => PCmp::Range(*lo, *hi),
             Cmp::Gt(k) => PCmp::Gt(*k),
             Cmp::Ge(k) => PCmp::Ge(*k),
@@ -157,6 +171,7 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => v == *k,
             PCmp::Lanes(l) => l.contains(v),
+            PCmp::Buckets(b) => b.contains(v),
             PCmp::Table(t) => t.contains(v),
             PCmp::Range(lo, hi) => *lo <= v && v <= *hi,
             PCmp::Gt(k) => v > *k,
@@ -173,6 +188,7 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => (x == *k) | (y == *k),
             PCmp::Lanes(l) => l.contains_either(x, y),
+            PCmp::Buckets(b) => b.contains(x) | b.contains(y),
             PCmp::Table(t) => t.contains(x) | t.contains(y),
             PCmp::Range(lo, hi) => (*lo <= x) & (x <= *hi) | (*lo <= y) & (y <= *hi),
             PCmp::Gt(k) => (x > *k) | (y > *k),
@@ -187,10 +203,73 @@ impl PCmp {
             PCmp::Eq(_) => "eq",
             PCmp::Lanes(_) if U32x8::IS_SIMD => "simd-sse2",
             PCmp::Lanes(_) => "lanes",
+            PCmp::Buckets(_) => "buckets",
             PCmp::Table(_) => "hash",
             PCmp::Range(..) => "range",
             PCmp::Gt(_) | PCmp::Ge(_) => "order",
             PCmp::AnyBits(_) => "bits",
+        }
+    }
+}
+
+/// A medium set (up to [`Buckets::MAX`] values) as buckets of four slots,
+/// every value in the bucket its hash picks: membership is a multiply, a
+/// shift and four compares of one 16-byte bucket, with no branch and no
+/// probe sequence. Free slots repeat a member of the set (never a false
+/// hit). Built when the step is prepared: O(set size), bounded by `MAX`.
+#[derive(Clone, Debug)]
+pub(crate) struct Buckets {
+    buckets: Box<[[u32; 4]]>,
+    /// `32 - log2(buckets.len())`.
+    shift: u32,
+}
+
+impl Buckets {
+    /// The largest set held in buckets (larger ones stay hash tables, so
+    /// that preparing a step stays cheap).
+    pub(crate) const MAX: usize = 64;
+
+    fn new(t: &HashTable) -> Option<Buckets> {
+        let n = t.len();
+        let fill = t.iter().next()?;
+        if n > Self::MAX {
+            return None;
+        }
+        // Start at about two values per bucket; double until none overflows.
+        let mut count = n.div_ceil(2).next_power_of_two().max(2);
+        while count <= 4 * Self::MAX {
+            let shift = 32 - count.trailing_zeros();
+            let mut buckets = vec![[fill; 4]; count];
+            let mut used = vec![0u8; count];
+            let mut ok = true;
+            for v in t.iter() {
+                let i = Self::index(v, shift);
+                let u = &mut used[i];
+                if *u == 4 {
+                    ok = false;
+                    break;
+                }
+                buckets[i][usize::from(*u)] = v;
+                *u += 1;
+            }
+            if ok {
+                return Some(Buckets { buckets: buckets.into_boxed_slice(), shift });
+            }
+            count *= 2;
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn index(v: u32, shift: u32) -> usize {
+        (v.wrapping_mul(0x9e37_79b9) >> shift) as usize
+    }
+
+    #[inline(always)]
+    fn contains(&self, v: u32) -> bool {
+        match self.buckets.get(Self::index(v, self.shift)) {
+            Some(b) => (b[0] == v) | (b[1] == v) | (b[2] == v) | (b[3] == v),
+            None => false,
         }
     }
 }
@@ -255,6 +334,123 @@ enum Op {
     /// whose `k` differs fails with no load.
     Keyed { key: PField, arms: Box<[(u32, Box<[PAtom]>)]> },
     Alternatives(Box<[Box<[PAtom]>]>),
+    /// Alternatives of single tests ("escapes") then a last conjunction of
+    /// the [`NoneOf`] shape: `not tcp port (80 or 25)` after `ip` is
+    /// `proto != 6 or fragment or none of the ports`.
+    Unless { escapes: Box<[PAtom]>, rest: NoneOf },
+    /// [`Op::Unless`] with the escapes `u8[proto_at] != proto` and
+    /// `u16[frag_at] & 0x1fff != 0`: `not tcp port (...)` after `ip`.
+    UnlessL4 { proto_at: u32, proto: u32, frag_at: u32, rest: NoneOf },
+    /// A run of instructions fused into one (single-pass programs only,
+    /// where no copied mark refers to the positions inside it).
+    NoneOf(NoneOf),
+}
+
+/// `not f in A and not g in G and not f in F`, tested in that order: the
+/// run of negated equalities `not host a and not host b ...` or `not port
+/// (a or b)` becomes (see `merge_negated_runs` in the translation). With
+/// both fields in the captured bytes, the tests run without a branch
+/// between them.
+#[derive(Clone, Debug)]
+struct NoneOf {
+    loads: Pair,
+    a: PCmp,
+    rest: Rest,
+}
+
+/// How [`NoneOf`] loads its two fields.
+#[derive(Clone, Copy, Debug)]
+enum Pair {
+    /// Unmasked words at fixed offsets (`ip src`, `ip dst`).
+    Direct32([u32; 2]),
+    /// Unmasked halfwords past the IPv4 header (ports).
+    Ipv4Half { ihl_at: u32, offs: [u32; 2] },
+    Fields([PField; 2]),
+}
+
+/// What [`NoneOf`] tests once both fields are loaded.
+#[derive(Clone, Debug)]
+enum Rest {
+    /// `G = F` and `A` within it: `f in F or g in F`.
+    Same(PCmp),
+    Apart { gs: PCmp, fs: PCmp },
+}
+
+impl NoneOf {
+    /// From atoms `[not f in A, not g in G(, not f in F)]`.
+    fn new(atoms: &[&Atom]) -> Option<NoneOf> {
+        let neg_set = |a: &Atom| a.negate && matches!(a.cmp, Cmp::In(_));
+        let (fa, ga, fs) = match atoms {
+            [x, y] => (x, y, None),
+            [x, y, z] if z.field == x.field && neg_set(z) => (x, y, Some(&z.cmp)),
+            _ => return None,
+        };
+        if !neg_set(fa) || !neg_set(ga) || fa.field == ga.field {
+            return None;
+        }
+        let (Cmp::In(sa), Cmp::In(sg)) = (&fa.cmp, &ga.cmp) else { return None };
+        // `f in A or g in G or f in F` = `f in G or g in G` when `F = G`
+        // and `A` is within `G`, or when there is no `F` and `A = G`.
+        let same = match fs {
+            Some(Cmp::In(sf)) => sf == sg && sa.sorted().into_iter().all(|v| sg.contains(v)),
+            Some(_) => false,
+            None => sa == sg,
+        };
+        let rest = if same {
+            Rest::Same(PCmp::new(&ga.cmp))
+        } else {
+            Rest::Apart { gs: PCmp::new(&ga.cmp), fs: fs.map_or(PCmp::Never, PCmp::new) }
+        };
+        let (f, g) = (PField::new(&fa.field), PField::new(&ga.field));
+        let loads = match (f, g) {
+            (
+                PField { loc: Loc::Direct(o0), size: Size::Word, mask: u32::MAX },
+                PField { loc: Loc::Direct(o1), size: Size::Word, mask: u32::MAX },
+            ) => Pair::Direct32([o0, o1]),
+            (
+                PField { loc: Loc::Ipv4 { ihl_at: a0, offset: o0 }, size: Size::Half, mask: u32::MAX },
+                PField { loc: Loc::Ipv4 { ihl_at: a1, offset: o1 }, size: Size::Half, mask: u32::MAX },
+            ) if a0 == a1 => Pair::Ipv4Half { ihl_at: a0, offs: [o0, o1] },
+            _ => Pair::Fields([f, g]),
+        };
+        Some(NoneOf { loads, a: PCmp::new(&fa.cmp), rest })
+    }
+
+    #[inline(always)]
+    fn eval(&self, p: &mut Pkt<'_>) -> Result<bool, Abort> {
+        let (x, y) = match &self.loads {
+            Pair::Direct32([o0, o1]) => {
+                let x = p.load(u64::from(*o0), Size::Word)?;
+                (x, p.load(u64::from(*o1), Size::Word))
+            }
+            Pair::Ipv4Half { ihl_at, offs: [o0, o1] } => {
+                let h = p.ihl(*ihl_at)?;
+                let x = p.load(h + u64::from(*o0), Size::Half)?;
+                (x, p.load(h + u64::from(*o1), Size::Half))
+            }
+            Pair::Fields([f, g]) => {
+                let x = f.read(p)?;
+                (x, g.read(p))
+            }
+        };
+        match y {
+            // Both loaded: the same verdict with every test run.
+            Ok(y) => Ok(!match &self.rest {
+                Rest::Same(c) => c.test_either(x, y),
+                Rest::Apart { gs, fs } => self.a.test(x) | gs.test(y) | fs.test(x),
+            }),
+            // `x in A` holds before `g` is loaded; otherwise `g` aborts.
+            Err(Abort) if self.a.test(x) => Ok(false),
+            Err(Abort) => Err(Abort),
+        }
+    }
+
+    fn kind(&self) -> String {
+        match &self.rest {
+            Rest::Same(c) => format!("none-of/{}", c.kind()),
+            Rest::Apart { gs, fs } => format!("none-of({},{},{})", self.a.kind(), gs.kind(), fs.kind()),
+        }
+    }
 }
 
 impl Op {
@@ -295,8 +491,9 @@ impl Op {
             }
             Instr::All(atoms) => ipv4_l4(atoms).unwrap_or_else(|| Op::All(atoms.iter().map(PAtom::new).collect())),
             Instr::Any(atoms) => Op::Any(atoms.iter().map(PAtom::new).collect()),
-            Instr::Alternatives(alts) => keyed(alts)
-                .unwrap_or_else(|| Op::Alternatives(alts.iter().map(|c| c.iter().map(PAtom::new).collect()).collect())),
+            Instr::Alternatives(alts) => keyed(alts).or_else(|| unless(alts)).unwrap_or_else(|| {
+                Op::Alternatives(alts.iter().map(|c| c.iter().map(PAtom::new).collect()).collect())
+            }),
         }
     }
 
@@ -357,6 +554,23 @@ impl Op {
                 }
                 Ok(false)
             }
+            Op::Unless { escapes, rest } => {
+                for e in escapes.iter() {
+                    if e.eval(p)? {
+                        return Ok(true);
+                    }
+                }
+                rest.eval(p)
+            }
+            Op::NoneOf(n) => n.eval(p),
+            Op::UnlessL4 { proto_at, proto, frag_at, rest } => {
+                if p.load(u64::from(*proto_at), Size::Byte)? != *proto
+                    || p.load(u64::from(*frag_at), Size::Half)? & 0x1fff != 0
+                {
+                    return Ok(true);
+                }
+                rest.eval(p)
+            }
             Op::Alternatives(alts) => {
                 'alt: for conj in alts.iter() {
                     for a in conj.iter() {
@@ -388,6 +602,9 @@ impl Op {
             Op::Alternatives(v) => {
                 format!("alternatives({})", v.iter().map(|c| atoms(c)).collect::<Vec<_>>().join(" | "))
             }
+            Op::Unless { escapes, rest } => format!("unless({} | {})", atoms(escapes), rest.kind()),
+            Op::NoneOf(n) => n.kind(),
+            Op::UnlessL4 { rest, .. } => format!("unless-l4({})", rest.kind()),
         }
     }
 }
@@ -409,6 +626,37 @@ fn keyed(alts: &[Vec<Atom>]) -> Option<Op> {
         arms.push((k, rest.iter().map(PAtom::new).collect()));
     }
     Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into_boxed_slice() })
+}
+
+/// [`Op::Unless`], when every alternative but the last is one test and
+/// the last is of the [`NoneOf`] shape.
+fn unless(alts: &[Vec<Atom>]) -> Option<Op> {
+    let (last, init) = alts.split_last()?;
+    let mut escapes = Vec::with_capacity(init.len());
+    for c in init {
+        match &c[..] {
+            [a] => escapes.push(PAtom::new(a)),
+            _ => return None,
+        }
+    }
+    let rest = NoneOf::new(&last.iter().collect::<Vec<_>>())?;
+    let direct = |a: &Atom, size: Size| match (a.field.source, a.field.mask) {
+        (Source::Load { size: s, addr: Addr::Direct(k) }, None) if s == size => Some(k),
+        _ => None,
+    };
+    if let [Some(e), Some(f)] = [init.first(), init.get(1)].map(|c| c.and_then(|c| c.first())) {
+        let proto = match &e.cmp {
+            Cmp::In(ValueSet::Small(v)) if v.len() == 1 && e.negate => v.first().copied(),
+            _ => None,
+        };
+        let frag = !f.negate && f.cmp == Cmp::AnyBits(0x1fff);
+        if let (2, Some(proto), true, Some(proto_at), Some(frag_at)) =
+            (init.len(), proto, frag, direct(e, Size::Byte), direct(f, Size::Half))
+        {
+            return Some(Op::UnlessL4 { proto_at, proto, frag_at, rest });
+        }
+    }
+    Some(Op::Unless { escapes: escapes.into_boxed_slice(), rest })
 }
 
 /// [`Op::Ipv4L4`].
@@ -484,11 +732,18 @@ enum Plan {
     },
     /// One step.
     One(Op),
+    /// Any other pass: its steps in a row (runs of negated set tests fused
+    /// into [`Op::NoneOf`]), with no copied-mark bookkeeping.
+    Straight(Box<[Op]>),
 }
 
 impl Fused {
-    /// The fused form of the pass `steps`, when it has one.
-    pub(crate) fn new(steps: &[Step]) -> Option<Fused> {
+    /// The fused form of the only pass of a program: `instrs` and their
+    /// `steps`.
+    pub(crate) fn new(instrs: &[Arc<Instr>], steps: &[Step]) -> Option<Fused> {
+        if instrs.len() != steps.len() {
+            return None;
+        }
         let plan = match steps {
             [] => Plan::True,
             [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate, first }, .. }] => {
@@ -518,7 +773,7 @@ impl Fused {
                 }
             }
             [one] => Plan::One(one.op.clone()),
-            _ => return None,
+            _ => Plan::Straight(straight(instrs, steps)),
         };
         Some(Fused(plan))
     }
@@ -541,7 +796,7 @@ impl Fused {
                     (Err(Abort), _) => false,
                 }
             }
-            Plan::L4Ports { .. } | Plan::One(_) => self.matches_other(data, wire_len),
+            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => self.matches_other(data, wire_len),
         }
     }
 
@@ -557,7 +812,7 @@ impl Fused {
         match &self.0 {
             Plan::True => (0..items.len()).for_each(|i| verdict(i, true)),
             Plan::L4PortsLanes { .. } => crate::batch(items, packet, verdict, |d, w| self.matches(d, w)),
-            Plan::L4Ports { .. } | Plan::One(_) => {
+            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => {
                 crate::batch(items, packet, verdict, |d, w| self.matches_other(d, w))
             }
         }
@@ -572,10 +827,46 @@ impl Fused {
                     && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()), Ok(true))
             }
             Plan::One(op) => matches!(op.eval(p), Ok(true)),
+            Plan::Straight(ops) => {
+                for op in ops.iter() {
+                    if !matches!(op.eval(p), Ok(true)) {
+                        return false;
+                    }
+                }
+                true
+            }
             Plan::True => true,
             Plan::L4PortsLanes { .. } => self.matches(data, wire_len),
         }
     }
+}
+
+/// The steps of a single pass as [`Plan::Straight`] runs them: runs of
+/// two or three negated set tests of the [`NoneOf`] shape become one step.
+fn straight(instrs: &[Arc<Instr>], steps: &[Step]) -> Box<[Op]> {
+    let test = |i: usize| match instrs.get(i).map(|x| &**x) {
+        Some(Instr::Test(a)) => Some(a),
+        _ => None,
+    };
+    let mut ops = Vec::with_capacity(steps.len());
+    let mut i = 0;
+    while let Some(step) = steps.get(i) {
+        let fused = [3, 2].into_iter().find_map(|n| {
+            let atoms: Option<Vec<&Atom>> = (i..i + n).map(test).collect();
+            Some((n, NoneOf::new(&atoms?)?))
+        });
+        match fused {
+            Some((n, none_of)) => {
+                ops.push(Op::NoneOf(none_of));
+                i += n;
+            }
+            None => {
+                ops.push(step.op.clone());
+                i += 1;
+            }
+        }
+    }
+    ops.into_boxed_slice()
 }
 
 /// The fused IPv4 + protocol (+ not a fragment) step, when `atoms` is
@@ -634,5 +925,39 @@ impl Step {
     /// How the step runs (`eq`, `simd-sse2`, `hash`, `ipv4-l4`, ...).
     pub(crate) fn kind(&self) -> String {
         self.op.kind()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_hold_exactly_the_set() {
+        let mut x = 7u32;
+        for n in [1usize, 9, 20, 38, 63, 64, 65] {
+            for round in 0..20u32 {
+                let mut t = HashTable::with_capacity(n);
+                let mut vals = Vec::new();
+                while vals.len() < n {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    // Dense small values in some rounds (many equal hashes' low bits).
+                    let v = if round % 2 == 0 { x >> 8 } else { (x >> 16) % 200 };
+                    if t.insert(v) {
+                        vals.push(v);
+                    }
+                }
+                let Some(b) = Buckets::new(&t) else {
+                    assert!(n > Buckets::MAX, "{n} values not in buckets");
+                    continue;
+                };
+                for &v in &vals {
+                    assert!(b.contains(v));
+                }
+                for probe in (0..2000).chain(vals.iter().map(|v| v.wrapping_add(1))) {
+                    assert_eq!(b.contains(probe), t.contains(probe), "{probe} in {vals:?}");
+                }
+            }
+        }
     }
 }

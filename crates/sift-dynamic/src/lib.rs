@@ -144,9 +144,12 @@ impl Pass {
 
     /// How the packet path runs each instruction: `eq` (one value),
     /// `simd-sse2` (2 to [`SMALL_SET`] values in SIMD lanes; `lanes` off
-    /// x86-64), `hash` (a larger set), `ipv4-l4` (the fused IPv4 + protocol
-    /// + not-a-fragment test), `either/...`, `all(...)`, `any(...)`,
-    /// `alternatives(...)`, `range`, `order`, `bits`, `never`.
+    /// x86-64), `buckets` (up to 64 values, branch-free buckets), `hash`
+    /// (a larger set), `ipv4-l4` (the fused IPv4 + protocol +
+    /// not-a-fragment test), `either/...`, `all(...)`, `any(...)`,
+    /// `alternatives(...)`, `unless(...)` / `unless-l4(...)` (alternatives
+    /// of single tests, then none of a field pair's values), `range`,
+    /// `order`, `bits`, `never`.
     pub fn exec_kinds(&self) -> Vec<String> {
         self.steps.iter().map(|s| s.kind()).collect()
     }
@@ -216,7 +219,7 @@ impl Head {
         let len = first.steps.len().min(HEAD);
         let steps = std::array::from_fn(|i| first.steps.get(i).filter(|_| i < len).cloned().unwrap_or_else(Step::always));
         let single = passes.len() == 1;
-        let fused = if single { Fused::new(&first.steps) } else { None };
+        let fused = if single { Fused::new(&first.instrs, &first.steps) } else { None };
         Some(Head { steps, len, more: first.steps.len() > HEAD, single, fused })
     }
 }
@@ -871,6 +874,34 @@ mod tests {
         let f = DynamicFilter::from_expr("ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", LinkType::EN10MB).unwrap();
         assert_eq!(f.pass(0).unwrap().exec_kinds().len(), 2);
         agrees_on_cuts(&f, &f.to_expr());
+    }
+
+    /// Swift filter 6's shape: `not tcp port (...)` after `ip` runs as one
+    /// `unless-l4` step, a run of `not host` tests as one `none-of` step
+    /// of a straight single-pass plan; loads and verdicts unchanged on
+    /// every cut (source in the first host tested, in a later one, in none).
+    #[test]
+    fn fused_negated_runs_keep_loads_and_verdicts() {
+        let exprs = [
+            "ip and (not tcp port (80 or 25 or 143) and not ip host (10.0.0.1 or 10.0.0.9 or 10.0.0.2))",
+            "ip and (not tcp port (22 or 21) and not ip host (10.0.0.9 or 10.0.0.1 or 10.0.0.8))",
+            "ip and not tcp port (80 or 21) and not ip host (10.0.0.2 or 10.0.0.3)",
+            "ip and not host 10.0.0.1 and not host 10.0.0.7",
+            "ip and not host 10.0.0.7 and not host 10.0.0.2 and not host 10.0.0.1",
+            "ip and not ip host (10.0.0.5 or 10.0.0.6 or 10.0.0.7 or 10.0.0.8 or 10.0.0.9 or 10.0.0.10 or 10.0.0.11 or 10.0.0.12 or 10.0.0.13 or 10.0.0.2)",
+            "not tcp port (80 or 25 or 143)",
+            "ip and not udp port (53 or 21)",
+            "ip and not tcp port (1 or 22 or 80)",
+        ];
+        for expr in exprs {
+            let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+            agrees_on_cuts(&f, expr);
+        }
+        let f = DynamicFilter::from_expr(exprs[0], LinkType::EN10MB).unwrap();
+        let kinds = f.pass(0).unwrap().exec_kinds();
+        assert!(kinds[1].starts_with("unless-l4(none-of"), "{kinds:?}");
+        let plan = format!("{:?}", f.program().head);
+        assert!(plan.contains("Straight") && plan.contains("NoneOf"), "{plan}");
     }
 
     #[test]
