@@ -248,16 +248,26 @@ pub const PROTOCHAIN_BOUND: &str =
 /// sift's program is longer than the kernel's 4096 instructions where
 /// libpcap's fits: on the 802.11 link types with radio headers sift lowers
 /// the filter once per case of libpcap's prologue (compat.md #18), and a
-/// `protochain` is unrolled 64 times for the kernel (compat.md #13). Only
-/// "program too large" errors on those link types or with a protochain are
-/// exempted; the reference evaluator is still compared on every packet.
+/// `protochain` is unrolled 64 times for the kernel (compat.md #13); after
+/// a tunnel each later primitive is lowered once per case of the tunnel,
+/// and nested tunnels multiply the cases (compat.md #30). Only "program too
+/// large" errors on those link types, with a protochain or with a tunnel
+/// are exempted; the reference evaluator is still compared on every packet.
 pub const PROGRAM_TOO_LARGE: &str =
-    "program too large for the kernel: per-case copies on 802.11 radio link types (compat.md #18) or an unrolled protochain (compat.md #13)";
+    "program too large for the kernel: per-case copies on 802.11 radio link types (compat.md #18) or after geneve/vxlan (compat.md #30), or an unrolled protochain (compat.md #13)";
 
 /// Can [`PROGRAM_TOO_LARGE`] explain this code generation error?
-fn program_too_large_exempt(lt: LinkType, pred: &Pred, err: &str) -> bool {
+fn program_too_large_exempt(lt: LinkType, expr: &str, pred: &Pred, err: &str) -> bool {
     err.starts_with("program too large")
-        && (has_runtime_offsets(lt) || format!("{pred:?}").contains("Protochain"))
+        && (has_runtime_offsets(lt) || tunnel_count(expr) > 0 || format!("{pred:?}").contains("Protochain"))
+}
+
+/// How many `geneve`/`vxlan` primitives the expression holds (each makes
+/// per-case copies of what follows it: docs/compat.md #30).
+pub fn tunnel_count(expr: &str) -> usize {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .filter(|w| *w == "geneve" || *w == "vxlan")
+        .count()
 }
 
 /// What libpcap's program did on one packet, as far as the exemptions need
@@ -274,6 +284,10 @@ pub struct LibpcapTrace {
     /// length first, then arithmetic reuses the register; or the offset's
     /// register was never written because another one got its value).
     pub overwritten_base: bool,
+    /// A scratch register was read before anything was stored to it
+    /// (libpcap 1.10.3 then reads uninitialised memory; the trace, like
+    /// 1.10.7 and master, reads 0).
+    pub unwritten_read: bool,
     /// The return value, if the run finished.
     pub value: Option<u32>,
 }
@@ -351,6 +365,9 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                 let Some(v) = v else { return finish(t, backward, Some(0)) };
                 // Overwritten, or never written at all (libpcap then reads
                 // whatever its stack held).
+                if code & 0xe0 == MEM && first_store.get(k as usize) == Some(&usize::MAX) {
+                    t.unwritten_read = true;
+                }
                 let bad = code & 0xe0 == MEM
                     && (k as usize) < 16
                     && (first_store[k as usize] != last_store[k as usize] || first_store[k as usize] == usize::MAX);
@@ -609,6 +626,14 @@ pub struct Report {
     pub accepted_by_linktype: BTreeMap<u32, usize>,
     /// libpcap error messages by frequency (a sample of why it rejected).
     pub libpcap_errors: BTreeMap<String, usize>,
+    /// Expressions with `geneve`/`vxlan` accepted by both, by form.
+    pub tunnel_exprs: BTreeMap<&'static str, usize>,
+    /// Packets of `vxlan` expressions on which the `geneve` stand-in cannot
+    /// give master's verdict ([`VxlanAsGeneve`]), so they were not run.
+    pub vxlan_uncovered: usize,
+    /// Packet verdicts of tunnel expressions where libpcap's program read a
+    /// scratch register nothing had written, taken with zeroed memory.
+    pub zeroed_memory_verdicts: usize,
 }
 
 impl Report {
@@ -662,6 +687,11 @@ impl Report {
         for (k, v) in other.libpcap_errors {
             *self.libpcap_errors.entry(k).or_default() += v;
         }
+        for (k, v) in other.tunnel_exprs {
+            *self.tunnel_exprs.entry(k).or_default() += v;
+        }
+        self.vxlan_uncovered += other.vxlan_uncovered;
+        self.zeroed_memory_verdicts += other.zeroed_memory_verdicts;
     }
 
     fn record(&mut self, d: Disagreement, max_details: usize) {
@@ -775,6 +805,16 @@ impl fmt::Display for Report {
                 f,
                 "kernel skipped for {} expressions: it refuses libpcap's program as well as sift's",
                 self.kernel_skipped
+            )?;
+        }
+        if !self.tunnel_exprs.is_empty() {
+            let forms: Vec<String> = self.tunnel_exprs.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            writeln!(
+                f,
+                "tunnel expressions compared: {}; packet verdicts with libpcap's registers unwritten (zeroed, as master): {}; vxlan packets without a geneve stand-in: {}",
+                forms.join(", "),
+                self.zeroed_memory_verdicts,
+                self.vxlan_uncovered
             )?;
         }
         for (reason, n) in &self.exempted {
@@ -936,7 +976,14 @@ fn one_expression(
         note: None,
     };
     let snaplen = snaplen_for(c.seed, index);
-    let lib = libpcap::compile(expr, lt.0, snaplen, netmask, false);
+    let form = exprs::tunnel_form(expr);
+    // libpcap 1.10.3 has no `vxlan`: a leading one is compared through
+    // `geneve` on rewritten packets (VxlanAsGeneve).
+    let lib_expr = match form {
+        Some(exprs::TunnelForm::LeadingVxlan) => std::borrow::Cow::Owned(expr.replacen("vxlan", "geneve", 1)),
+        _ => std::borrow::Cow::Borrowed(expr),
+    };
+    let lib = libpcap::compile(&lib_expr, lt.0, snaplen, netmask, false);
     let opts = LowerOptions { linktype: lt, netmask, ..LowerOptions::default() };
     let sift = engines.lower(expr, &opts);
     match &lib {
@@ -973,8 +1020,25 @@ fn one_expression(
     // libpcap's `protochain` code loops (backward jumps): such programs
     // are only run on a packet after `trace_libpcap` saw them finish.
     let loops = lib_prog.iter().any(|i| i.code & 0x07 == sift_bpf::insn::op::JMP && i.code & 0xf0 == 0 && (i.k as i32) < 0);
+    let vxlan = match form {
+        Some(exprs::TunnelForm::LeadingVxlan) => match VxlanAsGeneve::new(lt) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                report.record(dis(Kind::Oracle, Some(format!("vxlan stand-in: {e}")), None, None), c.max_details);
+                return;
+            }
+        },
+        _ => None,
+    };
+    if let Some(f) = form {
+        let name = match f {
+            exprs::TunnelForm::Geneve => "geneve",
+            exprs::TunnelForm::LeadingVxlan => "vxlan (through geneve)",
+        };
+        *report.tunnel_exprs.entry(name).or_default() += 1;
+    }
     let lib_prog = match CheckedProgram::new_allow_backward(&lib_prog) {
-        Ok(p) => Lib { prog: p, loops },
+        Ok(p) => Lib { prog: p, loops, zeroed_memory: form.is_some(), vxlan },
         Err(e) => {
             report.record(dis(Kind::Oracle, Some(format!("libpcap program not runnable: {e}")), None, None), c.max_details);
             return;
@@ -987,7 +1051,7 @@ fn one_expression(
     let jit_pred = match engines.jit_pred(run_pred, snaplen) {
         Some(Ok(f)) => Some(f),
         Some(Err(e)) => {
-            if program_too_large_exempt(lt, run_pred, &e.replace("cannot compile the predicate: ", "")) {
+            if program_too_large_exempt(lt, expr, run_pred, &e.replace("cannot compile the predicate: ", "")) {
                 *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
             } else {
                 report.record(dis(Kind::Interp, None, Some(format!("jit from the predicate: {e}")), None), c.max_details);
@@ -1004,7 +1068,7 @@ fn one_expression(
     let mut kernel_ok = false;
     let mut sift_prog = Vec::new();
     match engines.codegen(run_pred, snaplen) {
-        Err(e) if program_too_large_exempt(lt, run_pred, &e) => {
+        Err(e) if program_too_large_exempt(lt, expr, run_pred, &e) => {
             *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
         }
         Err(e) => report.record(dis(Kind::Codegen, None, Some(e), None), c.max_details),
@@ -1031,7 +1095,7 @@ fn one_expression(
                 };
                 match attached {
                     Ok(()) => kernel_ok = true,
-                    Err(e) if kernel::is_rejected(&e) && e.to_string().contains("Cannot allocate memory") && program_too_large_exempt(lt, run_pred, "program too large") => {
+                    Err(e) if kernel::is_rejected(&e) && e.to_string().contains("Cannot allocate memory") && program_too_large_exempt(lt, expr, run_pred, "program too large") => {
                         // Beyond the socket option memory limit: sift's
                         // program is the larger one for the same reasons.
                         *report.exempted.entry(PROGRAM_TOO_LARGE).or_default() += 1;
@@ -1060,7 +1124,10 @@ fn one_expression(
     let kernel = if kernel_ok { worker.kernel.as_ref() } else { None };
 
     let mut prng = Rng::fork(c.seed, index as u64 * 2 + 1);
-    let pkts: Vec<(Vec<u8>, u32)> = (0..c.packets_per_expr).map(|_| packets::random_packet(&mut prng, lt)).collect();
+    let share = if form.is_some() { TUNNEL_EXPR_PACKET_SHARE } else { crate::packets_tunnel::TUNNEL_SHARE };
+    let pkts: Vec<(Vec<u8>, u32)> = crate::packets_tunnel::with_tunnel_share(share, || {
+        (0..c.packets_per_expr).map(|_| packets::random_packet(&mut prng, lt)).collect()
+    });
     // The kernel's verdicts for all packets at once (falls back to one
     // packet at a time if the batch cannot be used).
     let batch: Option<Vec<bool>> = kernel.and_then(|k| {
@@ -1070,6 +1137,13 @@ fn one_expression(
     let mut reported = false;
     for (i, (data, wire)) in pkts.iter().enumerate() {
         let (data, wire) = (data.as_slice(), *wire);
+        if lib_prog.vxlan.as_ref().is_some_and(|v| v.rewrite(data).is_none()) {
+            report.vxlan_uncovered += 1;
+            continue;
+        }
+        if lib_prog.zeroed_memory && trace_libpcap(lib_prog.prog.insns(), data, wire, TRACE_BACKWARD_LIMIT).unwritten_read {
+            report.zeroed_memory_verdicts += 1;
+        }
         let kv = match (kernel, &batch) {
             (None, _) => KernelVerdict::None,
             (Some(_), Some(b)) => b.get(i).map_or(KernelVerdict::None, |v| KernelVerdict::Known(*v)),
@@ -1135,22 +1209,146 @@ fn one_expression(
 /// a `protochain` loop.
 const TRACE_BACKWARD_LIMIT: u32 = 2_000;
 
+/// How often a UDP datagram of a random packet is a VXLAN/Geneve tunnel
+/// when the expression has a tunnel (else
+/// [`crate::packets_tunnel::TUNNEL_SHARE`]).
+pub const TUNNEL_EXPR_PACKET_SHARE: f64 = 0.7;
+
 /// libpcap's program for one expression.
 struct Lib {
     prog: CheckedProgram,
     /// It has backward jumps (`protochain`).
     loops: bool,
+    /// Run it with zeroed scratch memory where it reads a register nothing
+    /// wrote (tunnels: libpcap 1.10.3 leaves the memory uninitialised,
+    /// 1.10.7 and master zero it; docs/compat.md #28).
+    zeroed_memory: bool,
+    /// The program is that of `geneve` standing in for a leading `vxlan`:
+    /// run it on rewritten packets.
+    vxlan: Option<VxlanAsGeneve>,
 }
 
 impl Lib {
     /// libpcap's interpreter's return value, or `None` when the program
     /// loops and did not finish within [`TRACE_BACKWARD_LIMIT`] backward
-    /// jumps (libpcap 1.10.3 is then not run: it might never return).
+    /// jumps (libpcap 1.10.3 is then not run: it might never return), or
+    /// when the `geneve` stand-in of a `vxlan` cannot judge the packet.
     fn filter(&self, data: &[u8], wire: u32) -> Option<u32> {
-        if self.loops && trace_libpcap(self.prog.insns(), data, wire, TRACE_BACKWARD_LIMIT).backward_jumps.is_none() {
-            return None;
+        let rewritten;
+        let data = match &self.vxlan {
+            Some(v) => {
+                rewritten = v.rewrite(data)?;
+                rewritten.as_slice()
+            }
+            None => data,
+        };
+        if self.loops || self.zeroed_memory {
+            let t = trace_libpcap(self.prog.insns(), data, wire, TRACE_BACKWARD_LIMIT);
+            if t.backward_jumps.is_none() {
+                return None;
+            }
+            if self.zeroed_memory && t.unwritten_read {
+                return t.value;
+            }
         }
         Some(self.prog.filter(data, wire))
+    }
+}
+
+/// libpcap 1.10.3's `geneve` standing in for master's `vxlan` at the start
+/// of an expression (`vxlan [vni] [and (R)]`, R without `vxlan`): master's
+/// two tunnels have the same test structure (link type, UDP, first
+/// fragment, destination port, then one header byte and the VNI word at
+/// the same offsets) and, for a Geneve header without options carrying
+/// Ethernet, the same inner offsets. So `vxlan ...` on a packet gives the
+/// verdict of `geneve ...` on the packet with its VXLAN header rewritten:
+/// port 4789 becomes 6081, a flags byte of 0x08 becomes Geneve version 0
+/// without options and protocol type 0x6558 (otherwise Geneve version 3,
+/// which fails as the flags test did), and a port 6081 (not a VXLAN) gets
+/// another number. Only the outer UDP header changes, which nothing after
+/// the tunnel reads. Packets where that is not exact are left out
+/// ([`VxlanAsGeneve::rewrite`] gives `None`).
+pub struct VxlanAsGeneve {
+    /// libpcap programs of the tunnel tests' IPv4 and IPv6 branches up to
+    /// the destination port, for ports 4789 and 6081.
+    v4: [CheckedProgram; 2],
+    v6: [CheckedProgram; 2],
+    /// Where the network layer starts (a fixed link-layer header).
+    link_len: usize,
+}
+
+impl VxlanAsGeneve {
+    /// The stand-in for link type `lt` (one with a fixed link-layer header
+    /// length and no other encapsulation before the tunnel).
+    pub fn new(lt: LinkType) -> Result<VxlanAsGeneve, String> {
+        let link_len = match lt {
+            LinkType::EN10MB => 14,
+            LinkType::RAW | LinkType::IPV4 | LinkType::IPV6 => 0,
+            LinkType::NULL | LinkType::LOOP => 4,
+            LinkType::LINUX_SLL => 16,
+            LinkType::LINUX_SLL2 => 20,
+            _ => return Err(format!("no fixed link-layer header length for {lt}")),
+        };
+        let prog = |e: String| -> Result<CheckedProgram, String> {
+            let p = libpcap::compile(&e, lt.0, SNAPLEN, None, false)?;
+            CheckedProgram::new(&p)
+        };
+        let v4 = |port: u16| prog(format!("ip and ip[9] == 17 and udp[2:2] == {port}"));
+        let v6 = |port: u16| prog(format!("ip6 and ip6[6] == 17 and ip6[42:2] == {port}"));
+        Ok(VxlanAsGeneve { v4: [v4(4789)?, v4(6081)?], v6: [v6(4789)?, v6(6081)?], link_len })
+    }
+
+    /// Where the UDP header is if the tunnel test's IPv4 or IPv6 branch
+    /// finds destination port `which` (0: 4789, 1: 6081); `Err` when the
+    /// rewrite would touch bytes the test reads (IPv4 header length < 5).
+    fn udp(&self, data: &[u8], which: usize) -> Result<Option<usize>, ()> {
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        if self.v4[which].filter(data, len) != 0 {
+            let ihl = usize::from(data.get(self.link_len).ok_or(())? & 0x0f);
+            if ihl < 5 {
+                return Err(());
+            }
+            return Ok(Some(self.link_len + ihl * 4));
+        }
+        if self.v6[which].filter(data, len) != 0 {
+            return Ok(Some(self.link_len + 40));
+        }
+        Ok(None)
+    }
+
+    /// The packet libpcap's `geneve` program judges as master's `vxlan`
+    /// judges `data`, or `None` where that cannot be exact (a VXLAN flags
+    /// byte 0x08 in a packet that ends before the Geneve protocol type,
+    /// which `geneve` loads and `vxlan` does not).
+    pub fn rewrite(&self, data: &[u8]) -> Option<Vec<u8>> {
+        let mut d = data.to_vec();
+        let put16 = |d: &mut Vec<u8>, at: usize, v: u16| {
+            if let Some(s) = d.get_mut(at..at + 2) {
+                s.copy_from_slice(&v.to_be_bytes());
+            }
+        };
+        match self.udp(data, 0).ok()? {
+            Some(u) => {
+                put16(&mut d, u + 2, 6081);
+                match data.get(u + 8) {
+                    None => {}
+                    Some(0x08) => {
+                        if data.len() < u + 12 {
+                            return None;
+                        }
+                        d[u + 8] = 0;
+                        put16(&mut d, u + 10, 0x6558);
+                    }
+                    Some(_) => d[u + 8] = 0xc0,
+                }
+            }
+            None => {
+                if let Some(u) = self.udp(data, 1).ok()? {
+                    put16(&mut d, u + 2, 6082);
+                }
+            }
+        }
+        Some(d)
     }
 }
 

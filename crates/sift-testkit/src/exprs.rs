@@ -39,13 +39,84 @@ pub struct ExprOptions {
     /// swapped or inserted tokens and characters), which mostly produces
     /// invalid text to exercise both parsers' reject paths.
     pub mutate: f64,
+    /// Probability of a UDP tunnel expression ([`tunnel_expr`]): `geneve`
+    /// and `vxlan` and the primitives after them. 0 on the link types with
+    /// run-time header offsets, where libpcap's tunnel code is broken
+    /// (docs/compat.md #29).
+    pub tunnels: f64,
 }
 
 impl ExprOptions {
     /// Defaults for a link type: no netmask, depth 3, 4% mutations.
     pub fn new(linktype: LinkType) -> ExprOptions {
-        ExprOptions { linktype, netmask_known: false, max_depth: 3, mutate: 0.04 }
+        let tunnels = if tunnels_supported(linktype) { 0.06 } else { 0.0 };
+        ExprOptions { linktype, netmask_known: false, max_depth: 3, mutate: 0.04, tunnels }
     }
+}
+
+/// Link types on which the generator writes `geneve`/`vxlan` expressions:
+/// all but those whose link-layer offsets libpcap keeps in scratch
+/// registers at run time (the 802.11 family and PFLOG), where its tunnel
+/// code reads registers nothing wrote (docs/compat.md #29).
+pub fn tunnels_supported(lt: LinkType) -> bool {
+    !matches!(lt.0, 105 | 117 | 119 | 127 | 163 | 192)
+}
+
+/// What a [`tunnel_expr`] looks like, for the harness's oracle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunnelForm {
+    /// Tunnels are `geneve` only (libpcap 1.10.3 compiles them).
+    Geneve,
+    /// `vxlan [vni]` first, alone or followed by `and (R)`, where R has no
+    /// `vxlan`: libpcap 1.10.3 has no `vxlan`, but the same text with
+    /// `geneve` in its place, run on the packet with its VXLAN header
+    /// turned into the equivalent Geneve header, gives master's verdict.
+    LeadingVxlan,
+}
+
+/// Which [`TunnelForm`] an expression has, if it has a tunnel.
+pub fn tunnel_form(expr: &str) -> Option<TunnelForm> {
+    if expr.trim_start().starts_with("vxlan") {
+        Some(TunnelForm::LeadingVxlan)
+    } else if expr.contains("geneve") {
+        Some(TunnelForm::Geneve)
+    } else {
+        None
+    }
+}
+
+/// A random expression around UDP tunnels, written so that each tunnel
+/// primitive is evaluated on every path to the primitives after it (or the
+/// boolean structure says it was not): libpcap's later primitives read the
+/// tunnel's scratch registers, which only the tunnel's code writes, and
+/// sift's verdicts are master's exactly in these cases (elsewhere they are
+/// sift's own: docs/compat.md #28). Forms, with `T` = `geneve [vni]` and
+/// `R` any expression (which may hold a tunnel again, nested inside the
+/// first):
+///
+/// - `T`, `T and R`, `T or R`, `not T and R`, `not T or R`;
+/// - a tunnel-free prefix `P` (`vlan`, `mpls`, `udp`, a parenthesised
+///   expression): `P and T`, `P and T and (R)`, `P and (T or R)`;
+/// - `vxlan [vni]` and `vxlan [vni] and (R)` (R without `vxlan`), which the
+///   harness compares with libpcap through `geneve` ([`TunnelForm`]).
+pub fn tunnel_expr(rng: &mut Rng, opts: &ExprOptions) -> String {
+    let mut g = Gen { rng, opts: *opts, out: String::new() };
+    if g.rng.chance(0.3) {
+        g.vni_word("vxlan");
+        if g.rng.chance(0.75) {
+            g.and_word();
+            g.push("(");
+            if g.rng.chance(0.25) {
+                g.tunnel_chain(2);
+            } else {
+                g.expr(2);
+            }
+            g.push(")");
+        }
+    } else {
+        g.tunnel_chain(3);
+    }
+    g.out
 }
 
 /// A random filter expression for link type `lt` (no netmask known).
@@ -56,6 +127,9 @@ pub fn random_expr(rng: &mut Rng, lt: LinkType) -> String {
 /// A random filter expression with explicit options.
 pub fn random_expr_with(rng: &mut Rng, opts: &ExprOptions) -> String {
     let mut g = Gen { rng, opts: *opts, out: String::new() };
+    if g.rng.chance(opts.tunnels) {
+        return tunnel_expr(g.rng, opts);
+    }
     if g.rng.chance(0.01) {
         // The empty filter (and all-whitespace).
         return (*g.rng.pick(&["", " ", "\t\n"])).to_string();
@@ -319,6 +393,98 @@ impl Gen<'_> {
         self.sep();
         self.push(op);
         self.sep();
+    }
+
+    /// `and` or `&&` between separators.
+    fn and_word(&mut self) {
+        let op = *self.rng.weighted(&[(4, "and"), (1, "&&")]);
+        self.sep();
+        self.push(op);
+        self.sep();
+    }
+
+    /// `word` or `word VNI` (a VNI of libpcap's tests, a random one, rarely
+    /// one past the 24-bit maximum).
+    fn vni_word(&mut self, word: &str) {
+        self.push(word);
+        if self.rng.chance(0.4) {
+            let vni = self.rng.one_of(&[0u32, 1, 10, 11, 100, 101, 12345, 0xff_ffff, 0x100_0000], |r| {
+                r.next_u32() & 0xff_ffff
+            });
+            self.sep();
+            let t = self.number_text(vni);
+            self.push(&t);
+        }
+    }
+
+    /// A `geneve` chain of [`tunnel_expr`]: at most `tunnels` tunnels,
+    /// the first one evaluated on every path to what follows it.
+    fn tunnel_chain(&mut self, tunnels: u32) {
+        // Each tunnel multiplies the size of sift's program for what
+        // follows it (docs/compat.md #30): nested ones are rarer and
+        // followed by less.
+        let nested = |g: &mut Self| {
+            if tunnels > 1 && g.rng.chance(0.2) {
+                g.tunnel_chain(tunnels - 1);
+            } else {
+                g.expr(if tunnels > 2 { 2 } else { 1 });
+            }
+        };
+        if self.rng.chance(0.3) {
+            // A tunnel-free prefix (which may move the offsets: `vlan`).
+            let prefix = match self.rng.below(6) {
+                0 => "vlan".to_string(),
+                1 => format!("vlan {}", self.rng.pick(&[1u32, 100, 200, 4095])),
+                2 => "mpls".to_string(),
+                3 => "udp".to_string(),
+                4 => "vlan and vlan".to_string(),
+                _ => {
+                    let saved = std::mem::take(&mut self.out);
+                    self.expr(1);
+                    let e = std::mem::replace(&mut self.out, saved);
+                    format!("({e})")
+                }
+            };
+            self.push(&prefix);
+            self.and_word();
+            match self.rng.below(3) {
+                0 => self.vni_word("geneve"),
+                1 => {
+                    self.vni_word("geneve");
+                    self.and_word();
+                    self.push("(");
+                    nested(self);
+                    self.push(")");
+                }
+                _ => {
+                    self.push("(");
+                    self.vni_word("geneve");
+                    self.sep();
+                    self.push("or");
+                    self.sep();
+                    nested(self);
+                    self.push(")");
+                }
+            }
+            return;
+        }
+        let negated = self.rng.chance(0.15);
+        if negated {
+            let not = if self.rng.chance(0.5) { "not " } else { "!" };
+            self.push(not);
+        }
+        self.vni_word("geneve");
+        if negated || self.rng.chance(0.8) {
+            if self.rng.chance(0.7) {
+                self.and_word();
+            } else {
+                let op = *self.rng.pick(&["or", "||"]);
+                self.sep();
+                self.push(op);
+                self.sep();
+            }
+            nested(self);
+        }
     }
 
     /// expr := term ((and|or) term)*
@@ -1306,6 +1472,30 @@ mod tests {
             "ip protochain", " protochain",
         ] {
             assert!(all.contains(needle), "never generated: {needle}");
+        }
+    }
+
+    #[test]
+    fn tunnels_where_libpcap_handles_them() {
+        let mut r = Rng::new(14);
+        let mut all = String::new();
+        for _ in 0..3000 {
+            all.push_str(&random_expr(&mut r, LinkType::LINUX_SLL));
+            all.push('\n');
+        }
+        for needle in ["geneve", "geneve 1", "vxlan", "vxlan 1", "vxlan and (", "vlan and geneve", "or geneve"] {
+            assert!(all.contains(needle), "never generated: {needle}");
+        }
+        // A `vxlan` only leads, once (the campaigns' libpcap stand-in).
+        for e in all.lines().filter(|e| e.contains("vxlan")) {
+            assert_eq!(tunnel_form(e), Some(TunnelForm::LeadingVxlan), "{e:?}");
+            assert_eq!(e.matches("vxlan").count(), 1, "{e:?}");
+        }
+        for lt in [LinkType::IEEE802_11_RADIO, LinkType::PPI, LinkType(117)] {
+            for _ in 0..1000 {
+                let e = random_expr(&mut r, lt);
+                assert!(tunnel_form(&e).is_none(), "{lt}: {e:?}");
+            }
         }
     }
 

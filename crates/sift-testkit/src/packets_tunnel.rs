@@ -29,12 +29,29 @@ pub const VXLAN_PORT: u16 = 4789;
 pub const GENEVE_PORT: u16 = 6081;
 /// How deeply tunnels nest in generated packets.
 const MAX_NESTING: u8 = 2;
-/// How often a UDP datagram of a random packet is a tunnel.
-const TUNNEL_SHARE: f64 = 0.12;
+/// How often a UDP datagram of a random packet is a tunnel (by default;
+/// see [`with_tunnel_share`]).
+pub const TUNNEL_SHARE: f64 = 0.12;
 
 thread_local! {
     /// Tunnels being generated around the current frame.
     static NESTING: Cell<u8> = const { Cell::new(0) };
+    /// The share of UDP datagrams that are tunnels, on this thread.
+    static SHARE: Cell<f64> = const { Cell::new(TUNNEL_SHARE) };
+}
+
+/// Runs `f` with `share` of the random packets' UDP datagrams (at each
+/// nesting level) being VXLAN/Geneve tunnels, on this thread; the share
+/// goes back to what it was afterwards (also if `f` panics).
+pub fn with_tunnel_share<T>(share: f64, f: impl FnOnce() -> T) -> T {
+    struct Restore(f64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SHARE.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(SHARE.with(|s| s.replace(share)));
+    f()
 }
 
 /// VNIs from a few values (those of libpcap's test captures and TESTrun
@@ -47,7 +64,7 @@ fn vni(rng: &mut Rng) -> u32 {
 /// packets' UDP generator, or `None` (most of the time, and always inside
 /// two tunnels already).
 pub(crate) fn maybe_tunnel_udp(rng: &mut Rng) -> Option<Vec<u8>> {
-    if NESTING.with(Cell::get) >= MAX_NESTING || !rng.chance(TUNNEL_SHARE) {
+    if NESTING.with(Cell::get) >= MAX_NESTING || !rng.chance(SHARE.with(Cell::get)) {
         return None;
     }
     Some(tunnel_udp(rng))
