@@ -841,7 +841,7 @@ pub fn case(seed: u64, index: usize, linktype: Option<LinkType>) -> (LinkType, O
     let mut rng = Rng::fork(seed, index as u64 * 2);
     let lt = linktype.unwrap_or(LINK_TYPES[index % LINK_TYPES.len()]);
     let netmask = if rng.chance(0.25) { Some(*rng.pick(&NETMASKS)) } else { None };
-    let opts = ExprOptions { netmask_known: netmask.is_some(), ..ExprOptions::new(lt) };
+    let opts = ExprOptions { netmask_known: netmask.is_some(), ..ExprOptions::new(lt) }.with_tunnels(TUNNEL_EXPRS);
     let expr = exprs::random_expr_with(&mut rng, &opts);
     (lt, netmask, expr)
 }
@@ -1208,6 +1208,10 @@ fn one_expression(
 /// How many backward jumps [`trace_libpcap`] follows before it gives up on
 /// a `protochain` loop.
 const TRACE_BACKWARD_LIMIT: u32 = 2_000;
+
+/// The share of tunnel expressions ([`exprs::tunnel_expr`]) on the link
+/// types that allow them.
+pub const TUNNEL_EXPRS: f64 = 0.06;
 
 /// How often a UDP datagram of a random packet is a VXLAN/Geneve tunnel
 /// when the expression has a tunnel (else
