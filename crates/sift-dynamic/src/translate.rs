@@ -37,7 +37,18 @@ enum Node {
 pub(crate) fn translate(pred: &Pred) -> Result<Vec<Vec<Arc<Instr>>>, String> {
     let node = fuse(nnf(pred, false)?);
     let passes = passes(&node)?;
-    let passes: Vec<Vec<Arc<Instr>>> = merge_passes(passes).into_iter().map(simplify).collect();
+    // Merging again until nothing changes: `port (21 or 22)` first merges
+    // each port's protocol passes (sctp, tcp, udp) into protocol sets, and
+    // only then do the ports' passes differ in one set.
+    let mut passes = merge_passes(passes);
+    loop {
+        let n = passes.len();
+        passes = merge_passes(passes);
+        if passes.len() == n {
+            break;
+        }
+    }
+    let passes: Vec<Vec<Arc<Instr>>> = passes.into_iter().map(simplify).collect();
     Ok(factor(drop_dead(passes)))
 }
 
