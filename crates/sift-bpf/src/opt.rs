@@ -45,8 +45,11 @@
 //!    moved: only what follows the first load of each value is regrouped.
 //!
 //! The analysis is cheap to run once per step: a program point's facts are
-//! a persistent list shared with the points before it, so copying a state
-//! costs no allocation, and the meet of two paths keeps their shared tail.
+//! a persistent list shared with the points before it, its nodes kept in
+//! one arena per analysis (a state is a plain value: copying it costs
+//! nothing, and no list is ever freed node by node), and the meet of two
+//! paths keeps their shared tail. It is only recomputed when a step changed
+//! the program, and its buffers are reused from one step to the next.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
@@ -56,7 +59,6 @@
 use crate::insn::{op, Insn};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::rc::Rc;
 
 /// The most rounds [`optimize`] runs.
 pub const MAX_ROUNDS: usize = 12;
@@ -81,17 +83,21 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     if prog.is_empty() || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
+    let mut an = Analysis::default();
     for _ in 0..MAX_ROUNDS {
-        let threaded = thread_jumps(prog);
+        let threaded = thread_jumps(prog, &mut an);
         let merged = merge_tails(prog);
-        let removed = remove(prog);
-        let reordered = reorder_chains(prog);
+        if merged {
+            an.fresh = false;
+        }
+        let removed = remove(prog, &mut an);
+        let reordered = reorder_chains(prog, &mut an);
         if !threaded && !merged && !removed && !reordered {
             break;
         }
     }
     // What the last reordering left unreachable.
-    remove(prog);
+    remove(prog, &mut an);
 }
 
 /// Does `insn` at `pc` only jump forward, inside the program?
@@ -232,8 +238,9 @@ fn always(code: u16, k: u32) -> Option<bool> {
     }
 }
 
-/// What holds before an instruction on every path reaching it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What holds before an instruction on every path reaching it. A plain
+/// value (`Copy`): its facts live in a [`FactArena`].
+#[derive(Clone, Copy, Debug)]
 struct State {
     a: Option<Known>,
     x: Option<Known>,
@@ -250,100 +257,132 @@ struct State {
     x_mem: u16,
 }
 
-/// Facts about known values, newest first: a persistent list, so that
-/// copying a state (once per instruction) is cheap and the states of the
-/// two paths of a jump share what they learned before it.
-#[derive(Clone, Debug, Default)]
-struct Facts(Option<Rc<FactNode>>);
+/// Facts about known values, newest first: a persistent list whose nodes
+/// live in a [`FactArena`], so that copying a state (once per instruction)
+/// is free and the states of the two paths of a jump share what they
+/// learned before it. The index of the newest node, or [`NIL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Facts(u32);
 
-#[derive(Debug)]
+/// The empty list.
+const NIL: u32 = u32::MAX;
+
+impl Default for Facts {
+    fn default() -> Self {
+        Facts(NIL)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
 struct FactNode {
     fact: (Known, Fact),
     /// The list's length from this node on.
-    len: usize,
-    next: Option<Rc<FactNode>>,
+    len: u32,
+    next: u32,
 }
 
-impl PartialEq for Facts {
-    fn eq(&self, other: &Self) -> bool {
-        self.same(other) || self.iter().eq(other.iter())
-    }
+/// The nodes of every fact list of one analysis (nodes are only added;
+/// the arena is emptied when the next analysis starts, so no list is
+/// ever freed node by node).
+#[derive(Debug, Default)]
+struct FactArena {
+    nodes: Vec<FactNode>,
+    /// Scratch room for rebuilding a list (no allocation per rebuild).
+    scratch: Vec<(Known, Fact)>,
 }
 
-impl Eq for Facts {}
-
-impl Facts {
-    fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |n| n.len)
+impl FactArena {
+    fn clear(&mut self) {
+        self.nodes.clear();
     }
 
-    fn same(&self, other: &Facts) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Rc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
+    fn node(&self, i: u32) -> Option<&FactNode> {
+        self.nodes.get(i as usize)
+    }
+
+    fn len(&self, f: Facts) -> usize {
+        self.node(f.0).map_or(0, |n| n.len as usize)
+    }
+
+    fn iter(&self, f: Facts) -> impl Iterator<Item = &(Known, Fact)> + '_ {
+        std::iter::successors(self.node(f.0), |n| self.node(n.next)).map(|n| &n.fact)
+    }
+
+    fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
+        self.iter(list).any(|g| g == f)
+    }
+
+    /// `self.scratch` (oldest first) on top of `base`; empties the scratch.
+    fn build_from_scratch(&mut self, base: Facts) -> Facts {
+        let mut head = base.0;
+        for i in 0..self.scratch.len() {
+            let fact = self.scratch[i];
+            let len = self.node(head).map_or(0, |n| n.len) + 1;
+            self.nodes.push(FactNode { fact, len, next: head });
+            head = (self.nodes.len() - 1) as u32;
         }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &(Known, Fact)> {
-        std::iter::successors(self.0.as_deref(), |n| n.next.as_deref()).map(|n| &n.fact)
-    }
-
-    fn contains(&self, f: &(Known, Fact)) -> bool {
-        self.iter().any(|g| g == f)
-    }
-
-    /// `facts` (oldest first) on top of `base`.
-    fn build(base: Option<Rc<FactNode>>, facts: impl IntoIterator<Item = (Known, Fact)>) -> Facts {
-        let mut head = base;
-        for fact in facts {
-            let len = head.as_ref().map_or(0, |n| n.len) + 1;
-            head = Some(Rc::new(FactNode { fact, len, next: head }));
-        }
+        self.scratch.clear();
         Facts(head)
     }
 
-    fn push(&mut self, f: (Known, Fact)) {
-        if self.len() >= 2 * MAX_FACTS {
-            let mut newest: Vec<(Known, Fact)> = self.iter().take(MAX_FACTS - 1).copied().collect();
-            newest.reverse();
-            *self = Facts::build(None, newest);
+    /// `list` with `f` on top.
+    fn push(&mut self, list: Facts, f: (Known, Fact)) -> Facts {
+        let mut base = list;
+        if self.len(list) >= 2 * MAX_FACTS {
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            scratch.extend(self.iter(list).take(MAX_FACTS - 1).copied());
+            scratch.reverse();
+            self.scratch = scratch;
+            base = self.build_from_scratch(Facts(NIL));
         }
-        let base = self.0.take();
-        *self = Facts::build(base, [f]);
+        self.scratch.push(f);
+        self.build_from_scratch(base)
     }
 
-    /// Keeps the facts `other` has too.
-    fn meet(&mut self, other: &Facts) {
-        if self.same(other) {
-            return;
+    /// The facts of `mine` that `other` has too.
+    fn meet(&mut self, mine: Facts, other: Facts) -> Facts {
+        if mine == other {
+            return mine;
         }
         // The longest common tail (shared nodes), then the facts above it.
-        let (mut a, mut b) = (self.0.as_ref(), other.0.as_ref());
-        let len = |n: Option<&Rc<FactNode>>| n.map_or(0, |n| n.len);
-        while len(a) > len(b) {
-            a = a.and_then(|n| n.next.as_ref());
+        let (mut a, mut b) = (mine.0, other.0);
+        while self.len(Facts(a)) > self.len(Facts(b)) {
+            a = self.nodes[a as usize].next;
         }
-        while len(b) > len(a) {
-            b = b.and_then(|n| n.next.as_ref());
+        while self.len(Facts(b)) > self.len(Facts(a)) {
+            b = self.nodes[b as usize].next;
         }
-        while let (Some(x), Some(y)) = (a, b) {
-            if Rc::ptr_eq(x, y) {
-                break;
-            }
-            a = x.next.as_ref();
-            b = y.next.as_ref();
+        while a != b {
+            a = self.nodes[a as usize].next;
+            b = self.nodes[b as usize].next;
         }
-        let tail = a.cloned();
-        let tail_len = len(a);
-        if self.len() == tail_len {
-            // Nothing above the common tail: `self` is the tail.
-            return;
+        let tail = Facts(a);
+        let tail_len = self.len(tail);
+        let mine_len = self.len(mine);
+        if mine_len == tail_len {
+            // Nothing above the common tail: `mine` is the tail.
+            return mine;
         }
-        let mut kept: Vec<(Known, Fact)> =
-            self.iter().take(self.len() - tail_len).filter(|f| other.contains(f)).copied().collect();
-        kept.reverse();
-        *self = Facts::build(tail, kept);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(self.iter(mine).take(mine_len - tail_len).filter(|f| self.contains(other, f)).copied());
+        scratch.reverse();
+        self.scratch = scratch;
+        self.build_from_scratch(tail)
+    }
+
+    /// `list` without the facts about `v`.
+    fn without(&mut self, list: Facts, v: Known) -> Facts {
+        if !self.iter(list).any(|(w, _)| *w == v) {
+            return list;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(self.iter(list).filter(|(w, _)| *w != v).copied());
+        scratch.reverse();
+        self.scratch = scratch;
+        self.build_from_scratch(Facts(NIL))
     }
 }
 
@@ -421,7 +460,7 @@ impl State {
     }
 
     /// What holds on both paths.
-    fn meet(&mut self, other: &State) {
+    fn meet(&mut self, other: &State, arena: &mut FactArena) {
         if self.a != other.a {
             self.a = None;
         }
@@ -436,7 +475,7 @@ impl State {
             }
             None => false,
         });
-        self.facts.meet(&other.facts);
+        self.facts = arena.meet(self.facts, other.facts);
         self.a_mem &= other.a_mem;
         self.x_mem &= other.x_mem;
     }
@@ -465,7 +504,7 @@ impl State {
     }
 
     /// Applies a non-jump instruction.
-    fn apply(&mut self, insn: Insn) {
+    fn apply(&mut self, insn: Insn, arena: &mut FactArena) {
         use op::*;
         let code = insn.code;
         let class = code & 0x07;
@@ -512,7 +551,7 @@ impl State {
                 self.x = Some(v);
             }
         } else if code == ST || code == STX {
-            self.forget_mem(insn.k);
+            self.forget_mem(insn.k, arena);
         } else if code == MISC | TAX {
             self.x = self.a;
         } else if code == MISC | TXA {
@@ -527,7 +566,7 @@ impl State {
     }
 
     /// `M[k]` is written: what was known about it no longer holds.
-    fn forget_mem(&mut self, k: u32) {
+    fn forget_mem(&mut self, k: u32, arena: &mut FactArena) {
         let m = Some(Known::Mem(k));
         if self.a == m {
             self.a = None;
@@ -535,29 +574,25 @@ impl State {
         if self.x == m {
             self.x = None;
         }
-        if self.facts.iter().any(|(v, _)| *v == Known::Mem(k)) {
-            let mut keep: Vec<(Known, Fact)> = self.facts.iter().filter(|(v, _)| *v != Known::Mem(k)).copied().collect();
-            keep.reverse();
-            self.facts = Facts::build(None, keep);
-        }
+        self.facts = arena.without(self.facts, Known::Mem(k));
     }
 
     /// Records what taking the `taken` edge of the conditional jump `insn`
     /// tells.
-    fn learn(&mut self, insn: Insn, taken: bool) {
+    fn learn(&mut self, insn: Insn, taken: bool, arena: &mut FactArena) {
         if insn.code & op::X != 0 {
             return;
         }
         let (Some(v), Some(f)) = (self.a, Fact::learn(insn.code, insn.k, taken)) else { return };
         // Duplicates further back cost a little room, not correctness.
-        if matches!(v, Known::Imm(_)) || self.facts.iter().take(DEDUP_WINDOW).any(|g| *g == (v, f)) {
+        if matches!(v, Known::Imm(_)) || arena.iter(self.facts).take(DEDUP_WINDOW).any(|g| *g == (v, f)) {
             return;
         }
-        self.facts.push((v, f));
+        self.facts = arena.push(self.facts, (v, f));
     }
 
     /// The outcome of the conditional jump `insn` if the state decides it.
-    fn decide(&self, insn: Insn) -> Option<bool> {
+    fn decide(&self, insn: Insn, arena: &FactArena) -> Option<bool> {
         let (code, k) = (insn.code, insn.k);
         if code & op::X != 0 {
             return match (self.a, self.x) {
@@ -572,7 +607,7 @@ impl State {
         if let Known::Imm(c) = a {
             return Some(holds(code, c, k));
         }
-        self.facts.iter().filter(|(v, _)| *v == a).find_map(|(_, f)| f.decide(code, k))
+        arena.iter(self.facts).filter(|(v, _)| *v == a).find_map(|(_, f)| f.decide(code, k))
     }
 }
 
@@ -641,24 +676,42 @@ fn uses_defs(insn: Insn) -> (u8, u8) {
 }
 
 /// The facts before each instruction (`None`: unreachable) and the
-/// registers live before each instruction.
+/// registers live before each instruction. One value is reused by every
+/// step of [`optimize`] (its buffers are allocated once), and recomputed
+/// only when the program changed since it was last computed.
+#[derive(Default)]
 struct Analysis {
     before: Vec<Option<State>>,
     /// Registers live before each instruction if the redundant loads were
     /// gone (for removing them).
     live_in_no_ops: Vec<u8>,
+    /// The nodes of the states' fact lists.
+    arena: FactArena,
+    /// Whether the above describe the program as it is now (every step
+    /// that changes the program clears this).
+    fresh: bool,
 }
 
 impl Analysis {
+    /// Makes the analysis describe `prog` (computing it unless fresh).
+    fn update(&mut self, prog: &[Insn]) {
+        if !self.fresh {
+            analyze(prog, self);
+            self.fresh = true;
+        }
+    }
+
     /// The state after the instruction at `pc` (a reachable non-jump), or on
-    /// the `taken` edge of the conditional jump at `pc`.
-    fn after(&self, prog: &[Insn], pc: usize, taken: bool) -> Option<State> {
-        let mut s = self.before[pc].clone()?;
+    /// the `taken` edge of the conditional jump at `pc`. Its new facts go to
+    /// the arena; truncate it to what it held before once the state is no
+    /// longer needed.
+    fn after(&mut self, prog: &[Insn], pc: usize, taken: bool) -> Option<State> {
+        let mut s = self.before[pc]?;
         let insn = prog[pc];
         if is_cond(insn.code) {
-            s.learn(insn, taken);
+            s.learn(insn, taken, &mut self.arena);
         } else if insn.code & 0x07 != op::JMP {
-            s.apply(insn);
+            s.apply(insn, &mut self.arena);
         }
         Some(s)
     }
@@ -688,39 +741,47 @@ fn redundant(s: &State, insn: Insn) -> Option<u8> {
     }
 }
 
-/// Computes path facts and liveness (see the module documentation).
-fn analyze(prog: &[Insn]) -> Analysis {
+/// Computes path facts and liveness (see the module documentation) into
+/// `an`, reusing its buffers.
+fn analyze(prog: &[Insn], an: &mut Analysis) {
     let n = prog.len();
-    let mut before: Vec<Option<State>> = vec![None; n];
-    before[0] = Some(State::entry());
-    for pc in 0..n {
-        let Some(s) = before[pc].take() else { continue };
-        let insn = prog[pc];
-        let flow = |t: usize, st: State, before: &mut Vec<Option<State>>| {
-            if let Some(slot) = before.get_mut(t) {
-                match slot {
-                    Some(old) => old.meet(&st),
-                    None => *slot = Some(st),
-                }
-            }
-        };
-        if is_cond(insn.code) {
-            let mut yes = s.clone();
-            yes.learn(insn, true);
-            let mut no = s.clone();
-            no.learn(insn, false);
-            flow(pc + 1 + usize::from(insn.jt), yes, &mut before);
-            flow(pc + 1 + usize::from(insn.jf), no, &mut before);
-        } else if insn.code == op::JMP | op::JA {
-            flow(pc + 1 + insn.k as usize, s.clone(), &mut before);
-        } else if insn.code & 0x07 != op::RET {
-            let mut next = s.clone();
-            next.apply(insn);
-            flow(pc + 1, next, &mut before);
-        }
-        before[pc] = Some(s);
+    let Analysis { before, live_in_no_ops, arena, .. } = an;
+    arena.clear();
+    before.clear();
+    before.resize(n, None);
+    if n == 0 {
+        live_in_no_ops.clear();
+        return;
     }
-    let mut live_in_no_ops = vec![0u8; n];
+    before[0] = Some(State::entry());
+    let flow = |t: usize, st: State, before: &mut Vec<Option<State>>, arena: &mut FactArena| {
+        if let Some(slot) = before.get_mut(t) {
+            match slot {
+                Some(old) => old.meet(&st, arena),
+                None => *slot = Some(st),
+            }
+        }
+    };
+    for pc in 0..n {
+        let Some(s) = before[pc] else { continue };
+        let insn = prog[pc];
+        if is_cond(insn.code) {
+            let mut yes = s;
+            yes.learn(insn, true, arena);
+            let mut no = s;
+            no.learn(insn, false, arena);
+            flow(pc + 1 + usize::from(insn.jt), yes, before, arena);
+            flow(pc + 1 + usize::from(insn.jf), no, before, arena);
+        } else if insn.code == op::JMP | op::JA {
+            flow(pc + 1 + insn.k as usize, s, before, arena);
+        } else if insn.code & 0x07 != op::RET {
+            let mut next = s;
+            next.apply(insn, arena);
+            flow(pc + 1, next, before, arena);
+        }
+    }
+    live_in_no_ops.clear();
+    live_in_no_ops.resize(n, 0);
     for pc in (0..n).rev() {
         let insn = prog[pc];
         let out = successors(pc, insn).fold(0, |acc, t| acc | live_in_no_ops.get(t).copied().unwrap_or(0));
@@ -731,13 +792,12 @@ fn analyze(prog: &[Insn]) -> Analysis {
         };
         live_in_no_ops[pc] = uses | (out & !defs);
     }
-    Analysis { before, live_in_no_ops }
 }
 
 /// Jump threading (step 2 of the module documentation). Returns whether
 /// any edge changed.
-fn thread_jumps(prog: &mut [Insn]) -> bool {
-    let an = analyze(prog);
+fn thread_jumps(prog: &mut [Insn], an: &mut Analysis) -> bool {
+    an.update(prog);
     let n = prog.len();
     let mut changed = false;
     for pc in 0..n {
@@ -747,7 +807,7 @@ fn thread_jumps(prog: &mut [Insn]) -> bool {
         }
         // Decided on every path: both edges go where it goes (removal then
         // makes it an `ja`).
-        if let Some(taken) = an.before[pc].as_ref().and_then(|st| st.decide(insn)) {
+        if let Some(taken) = an.before[pc].as_ref().and_then(|st| st.decide(insn, &an.arena)) {
             let off = if taken { insn.jt } else { insn.jf };
             if insn.jt != insn.jf {
                 prog[pc].jt = off;
@@ -758,9 +818,12 @@ fn thread_jumps(prog: &mut [Insn]) -> bool {
         }
         for taken in [true, false] {
             let off = usize::from(if taken { insn.jt } else { insn.jf });
+            let mark = an.arena.nodes.len();
             let Some(edge) = an.after(prog, pc, taken) else { continue };
             let start = pc + 1 + off;
-            let best = follow(prog, pc, start, &edge);
+            let best = follow(prog, pc, start, &edge, &mut an.arena);
+            // The facts of `edge` and of the simulation are not needed again.
+            an.arena.nodes.truncate(mark);
             if best != start {
                 let new_off = (best - pc - 1) as u8;
                 if taken {
@@ -772,13 +835,16 @@ fn thread_jumps(prog: &mut [Insn]) -> bool {
             }
         }
     }
+    if changed {
+        an.fresh = false;
+    }
     changed
 }
 
 /// Follows an edge from the jump at `pc` landing on `start` with the
 /// state `edge`; returns the furthest point it may land on instead.
-fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State) -> usize {
-    let mut sim = edge.clone();
+fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State, arena: &mut FactArena) -> usize {
+    let mut sim = *edge;
     let mut cur = start;
     let mut best = start;
     let (mut a_written, mut x_written) = (false, false);
@@ -790,9 +856,9 @@ fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State) -> usize {
             // Goes there either way (and tells nothing).
             cur + 1 + usize::from(insn.jt)
         } else if is_cond(insn.code) {
-            match sim.decide(insn) {
+            match sim.decide(insn, arena) {
                 Some(taken) => {
-                    sim.learn(insn, taken);
+                    sim.learn(insn, taken, arena);
                     cur + 1 + usize::from(if taken { insn.jt } else { insn.jf })
                 }
                 None => break,
@@ -800,7 +866,7 @@ fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State) -> usize {
         } else {
             match sim.load(insn) {
                 Some((_, true)) => {
-                    sim.apply(insn);
+                    sim.apply(insn, arena);
                     cur + 1
                 }
                 _ => break,
@@ -857,9 +923,10 @@ struct Link {
 
 /// Reorders chains of tests that cannot abort (step 5 of the module
 /// documentation). Returns whether any chain changed.
-fn reorder_chains(prog: &mut [Insn]) -> bool {
+fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let n = prog.len();
-    let an = analyze(prog);
+    analysis.update(prog);
+    let an = &*analysis;
     let mut preds = vec![0u32; n];
     for (pc, &insn) in prog.iter().enumerate() {
         for t in successors(pc, insn) {
@@ -874,13 +941,13 @@ fn reorder_chains(prog: &mut [Insn]) -> bool {
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
-        match chain_at(prog, &an, &preds, pc) {
+        match chain_at(prog, an, &preds, pc) {
             Some((links, end, exit, next)) => {
                 let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
                 if !inner_relied
                     && overwritten(prog, exit, LIVE_A)
                     && overwritten(prog, next, LIVE_A)
-                    && emit_chain(prog, &an, pc, end, &links, exit, next, relied[pc])
+                    && emit_chain(prog, an, pc, end, &links, exit, next, relied[pc])
                 {
                     relied[exit] = true;
                     relied[next] = true;
@@ -890,6 +957,9 @@ fn reorder_chains(prog: &mut [Insn]) -> bool {
             }
             None => pc += 1,
         }
+    }
+    if changed {
+        analysis.fresh = false;
     }
     changed
 }
@@ -1131,7 +1201,7 @@ impl Hasher for MixHasher {
 
 /// Removal (step 4 of the module documentation). Returns whether anything
 /// was removed.
-fn remove(prog: &mut Vec<Insn>) -> bool {
+fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     let mut changed = false;
     for insn in prog.iter_mut() {
         // A conditional jump going to the same place either way.
@@ -1140,9 +1210,12 @@ fn remove(prog: &mut Vec<Insn>) -> bool {
             changed = true;
         }
     }
-    let an = analyze(prog);
+    if changed {
+        an.fresh = false;
+    }
+    an.update(prog);
     let n = prog.len();
-    let keep: Vec<bool> = (0..n).map(|pc| !removable(prog, &an, pc)).collect();
+    let keep: Vec<bool> = (0..n).map(|pc| !removable(prog, an, pc)).collect();
     if keep.iter().all(|&k| k) {
         return changed;
     }
@@ -1174,6 +1247,7 @@ fn remove(prog: &mut Vec<Insn>) -> bool {
         return false;
     }
     *prog = out;
+    an.fresh = false;
     true
 }
 
