@@ -16,7 +16,7 @@ use sift_testkit::Rng;
 
 #[test]
 fn interp_matches_libpcap_on_libpcap_programs() {
-    let (mut programs, mut runs) = (0, 0);
+    let (mut programs, mut runs, mut uninit) = (0, 0, 0);
     for i in 0..2_000 {
         let (lt, mask, expr) = diff::case(99, i, None);
         let Ok(prog) = libpcap::compile(&expr, lt.0, diff::SNAPLEN, mask, false) else { continue };
@@ -28,6 +28,15 @@ fn interp_matches_libpcap_on_libpcap_programs() {
             Err(_) if expr.contains("protochain") => continue,
             Err(e) => panic!("libpcap program not runnable: {e:?} ({expr:?})"),
         };
+        // libpcap's geneve code can read a scratch word no path wrote:
+        // 1.10.3 leaves scratch memory uninitialized (its verdict there
+        // depends on stack garbage), sift's interpreter starts it zeroed.
+        if let Err(e) = sift_bpf::validate::validate(&prog) {
+            if matches!(e.kind, sift_bpf::validate::ValidateErrorKind::UninitializedScratch { .. }) {
+                uninit += 1;
+                continue;
+            }
+        }
         let ours = sift_bpf::interp::Program::new(&prog).expect("sift accepts libpcap's program");
         programs += 1;
         let mut rng = Rng::fork(99, i as u64);
@@ -39,8 +48,9 @@ fn interp_matches_libpcap_on_libpcap_programs() {
             runs += 1;
         }
     }
-    println!("interp vs libpcap: {programs} libpcap programs, {runs} runs, all equal");
+    println!("interp vs libpcap: {programs} libpcap programs, {runs} runs, all equal ({uninit} reading uninitialized scratch memory skipped)");
     assert!(programs > 1_500);
+    assert!(uninit < 40, "{uninit}");
 }
 
 /// A random instruction, biased toward valid and interesting ones.
