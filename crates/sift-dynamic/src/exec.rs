@@ -33,6 +33,7 @@ use std::sync::Arc;
 use sift_jit::simd::U32x8;
 
 use crate::model::{layered_len, Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet};
+use crate::Pass;
 
 /// A packet being filtered, with its IPv4 header length once loaded.
 pub(crate) struct Pkt<'a> {
@@ -925,6 +926,243 @@ impl Step {
     /// How the step runs (`eq`, `simd-sse2`, `hash`, `ipv4-l4`, ...).
     pub(crate) fn kind(&self) -> String {
         self.op.kind()
+    }
+}
+
+/// Runs `pass` from step `start` with hierarchical execution (see
+/// `Program::matches_passes`): `Ok(true)` accepted, `Ok(false)` failed
+/// (`prev_failed` = where), `Err` aborted.
+#[inline(always)]
+pub(crate) fn run_pass(pass: &Pass, start: usize, p: &mut Pkt<'_>, prev_failed: &mut usize) -> Result<bool, Abort> {
+    for (i, step) in pass.steps.iter().enumerate().skip(start) {
+        if step.copied && i <= *prev_failed {
+            if i == *prev_failed {
+                // Failed in the previous pass: fails here too.
+                return Ok(false);
+            }
+            continue;
+        }
+        if !step.eval(p)? {
+            *prev_failed = i;
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The shape of a `host X` first instruction: alternatives `key == k_j and
+/// f_j == X` (ethertype, then the IPv4 / ARP / RARP address fields), `X`
+/// the same in every arm.
+fn host_shape(i: &Instr) -> Option<(Field, Vec<(u32, Field)>, u32)> {
+    let Instr::Alternatives(alts) = i else { return None };
+    let single = |a: &Atom| match &a.cmp {
+        Cmp::In(ValueSet::Small(v)) if v.len() == 1 && !a.negate => v.first().copied(),
+        _ => None,
+    };
+    let (mut key, mut x) = (None, None);
+    let mut arms = Vec::with_capacity(alts.len());
+    for conj in alts {
+        let [k, f] = &conj[..] else { return None };
+        if *key.get_or_insert(k.field) != k.field || *x.get_or_insert(single(f)?) != single(f)? {
+            return None;
+        }
+        arms.push((single(k)?, f.field));
+    }
+    Some((key?, arms, x?))
+}
+
+/// A run of passes whose first instructions are `host X` tests of the same
+/// shape, for several `X` (the FTP filter's servers), and where each `X`'s
+/// passes (a group) start.
+#[derive(Debug)]
+struct HostRun {
+    start: usize,
+    end: usize,
+    key: PField,
+    arms: Box<[(u32, PField)]>,
+    /// `X` and its groups, `(first pass, end)`, in pass order; sorted by `X`.
+    groups: Box<[(u32, Box<[(u32, u32)]>)]>,
+}
+
+/// The passes of a program with its [`HostRun`]s: a packet tries only the
+/// groups of the `X` its address fields hold. Every other group's first
+/// instruction loads the same fields and compares them with a constant
+/// they do not hold: it fails without aborting, so skipping it changes
+/// nothing (where a field is cut off, the run is evaluated pass by pass).
+#[derive(Debug)]
+pub(crate) struct HostIndex {
+    passes: Box<[Arc<Pass>]>,
+    runs: Box<[HostRun]>,
+}
+
+impl HostIndex {
+    /// Fewest groups in a run worth indexing.
+    const MIN_GROUPS: usize = 3;
+
+    /// The index of a program's passes, if it has runs worth one.
+    pub(crate) fn build<'a>(passes: impl Iterator<Item = &'a Arc<Pass>>) -> Option<HostIndex> {
+        let passes: Vec<&Arc<Pass>> = passes.collect();
+        let shapes: Vec<_> = passes.iter().map(|p| p.instrs.first().and_then(|i| host_shape(i))).collect();
+        let mut runs = Vec::new();
+        // Pass 0 runs from the program's head: runs start at 1.
+        let mut i = 1;
+        while i < passes.len() {
+            let Some((key, arms, _)) = &shapes[i] else {
+                i += 1;
+                continue;
+            };
+            let mut j = i;
+            let mut groups: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+            while let Some(Some((k2, a2, x))) = shapes.get(j) {
+                if k2 != key || a2 != arms {
+                    break;
+                }
+                let same_group = j > i && shapes[j - 1].as_ref().is_some_and(|s| s.2 == *x);
+                let (at, end) = (j as u32, j as u32 + 1);
+                if same_group {
+                    if let Some(g) = groups.iter_mut().find(|g| g.0 == *x).and_then(|g| g.1.last_mut()) {
+                        g.1 = end;
+                    }
+                } else {
+                    match groups.iter_mut().find(|g| g.0 == *x) {
+                        Some(g) => g.1.push((at, end)),
+                        None => groups.push((*x, vec![(at, end)])),
+                    }
+                }
+                j += 1;
+            }
+            if groups.len() >= Self::MIN_GROUPS {
+                groups.sort_unstable_by_key(|g| g.0);
+                runs.push(HostRun {
+                    start: i,
+                    end: j,
+                    key: PField::new(key),
+                    arms: arms.iter().map(|(k, f)| (*k, PField::new(f))).collect(),
+                    groups: groups.into_iter().map(|(x, v)| (x, v.into_boxed_slice())).collect(),
+                });
+            }
+            i = j.max(i + 1);
+        }
+        if runs.is_empty() {
+            return None;
+        }
+        Some(HostIndex { passes: passes.into_iter().cloned().collect(), runs: runs.into_boxed_slice() })
+    }
+
+    /// The passes after the head (pass 0's first `head_len` steps, which
+    /// held if `head_held`; `prev_failed` where it failed).
+    pub(crate) fn matches(&self, p: &mut Pkt<'_>, head_len: usize, head_held: bool, mut prev_failed: usize) -> bool {
+        let mut at = 0;
+        if head_held {
+            match self.passes.first().map(|pass| run_pass(pass, head_len, p, &mut prev_failed)) {
+                Some(Ok(true)) => return true,
+                Some(Err(Abort)) => return false,
+                _ => {}
+            }
+        }
+        at += 1;
+        for run in self.runs.iter() {
+            // The passes before the run, one by one.
+            while at < run.start {
+                match run_pass(&self.passes[at], 0, p, &mut prev_failed) {
+                    Ok(true) => return true,
+                    Err(Abort) => return false,
+                    Ok(false) => at += 1,
+                }
+            }
+            // The fields every non-matching group's first step loads.
+            let Ok(key) = run.key.read(p) else { return false };
+            let mut vals = [0u32; 8];
+            let mut n = 0;
+            let mut cut = false;
+            for (k, f) in run.arms.iter() {
+                if *k != key {
+                    continue;
+                }
+                match f.read(p) {
+                    Ok(v) if n < vals.len() => {
+                        vals[n] = v;
+                        n += 1;
+                    }
+                    _ => {
+                        cut = true;
+                        break;
+                    }
+                }
+            }
+            if cut {
+                // Pass by pass (an abort decides where it happens).
+                while at < run.end {
+                    match run_pass(&self.passes[at], 0, p, &mut prev_failed) {
+                        Ok(true) => return true,
+                        Err(Abort) => return false,
+                        Ok(false) => at += 1,
+                    }
+                }
+                continue;
+            }
+            // The groups of the values held, in pass order.
+            let mut cands = [(0u32, 0u32); 8];
+            let mut c = 0;
+            for v in &vals[..n] {
+                if let Ok(g) = run.groups.binary_search_by_key(v, |g| g.0) {
+                    for &r in run.groups[g].1.iter() {
+                        if c == cands.len() {
+                            // Too many: pass by pass from here.
+                            c = usize::MAX;
+                            break;
+                        }
+                        cands[c] = r;
+                        c += 1;
+                    }
+                }
+                if c == usize::MAX {
+                    break;
+                }
+            }
+            if c == usize::MAX {
+                while at < run.end {
+                    match run_pass(&self.passes[at], 0, p, &mut prev_failed) {
+                        Ok(true) => return true,
+                        Err(Abort) => return false,
+                        Ok(false) => at += 1,
+                    }
+                }
+                continue;
+            }
+            let cands = &mut cands[..c];
+            cands.sort_unstable();
+            for &(start, end) in cands.iter() {
+                let (start, end) = (start as usize, end as usize);
+                if end <= at {
+                    continue; // the same group through two fields
+                }
+                if start > at {
+                    // Skipped groups failed at their first step.
+                    prev_failed = 0;
+                    at = start;
+                }
+                while at < end {
+                    match run_pass(&self.passes[at], 0, p, &mut prev_failed) {
+                        Ok(true) => return true,
+                        Err(Abort) => return false,
+                        Ok(false) => at += 1,
+                    }
+                }
+            }
+            if at < run.end {
+                prev_failed = 0;
+                at = run.end;
+            }
+        }
+        while at < self.passes.len() {
+            match run_pass(&self.passes[at], 0, p, &mut prev_failed) {
+                Ok(true) => return true,
+                Err(Abort) => return false,
+                Ok(false) => at += 1,
+            }
+        }
+        false
     }
 }
 

@@ -193,6 +193,10 @@ pub struct Program {
     head: Option<Head>,
     /// How the printed form addresses packet offsets (from the link type).
     origin: Origin,
+    /// Runs of passes starting with `host X` tests for different `X`,
+    /// indexed by `X`: built by the first reader that needs it (the writer
+    /// never pays for it, so an update stays O(size of the change)).
+    index: std::sync::OnceLock<Option<exec::HostIndex>>,
 }
 
 /// How many steps of the first pass a snapshot holds inline.
@@ -312,6 +316,10 @@ impl Program {
         }
         if !head_held && head.single {
             return false;
+        }
+        let index = self.index.get_or_init(|| exec::HostIndex::build(self.passes.iter()));
+        if let Some(index) = index {
+            return index.matches(&mut pkt, head.len, head_held, prev_failed);
         }
         let mut first = true;
         for chunk in self.passes.chunks() {
@@ -556,7 +564,7 @@ impl DynamicFilter {
 
     fn publish(&mut self, passes: List<Pass>) {
         let head = Head::new(&passes);
-        let p = Arc::new(Program { passes, head, origin: Origin::of(self.linktype) });
+        let p = Arc::new(Program { passes, head, origin: Origin::of(self.linktype), index: Default::default() });
         self.shared.store(p.clone());
         self.current = p;
     }
@@ -917,6 +925,37 @@ mod tests {
         assert!(kinds[1].starts_with("unless-l4(none-of"), "{kinds:?}");
         let plan = format!("{:?}", f.program().head);
         assert!(plan.contains("Straight") && plan.contains("NoneOf"), "{plan}");
+    }
+
+    /// FTP-style filters (`host X and (tcp port ...)` groups for several
+    /// `X`) run through the host index: same verdicts on every cut, with
+    /// the packet's hosts in no group, one, two, or a group twice.
+    #[test]
+    fn host_index_keeps_verdicts() {
+        let exprs = [
+            "(ip and tcp port 21) or (host 10.0.0.9 and (tcp port 80 or tcp port 22)) or (host 10.0.0.2 and (tcp port 1 or tcp port 443)) or (host 10.0.0.7 and tcp port 2) or (host 10.0.0.1 and (tcp port 25 or tcp port 50000))",
+            "(ip and tcp port 21) or (host 10.0.0.1 and tcp port 7) or (host 10.0.0.3 and tcp port 1) or (host 10.0.0.2 and tcp port 9) or (host 10.0.0.1 and tcp port 80)",
+            "(ip and tcp port 21) or (host 10.0.0.3 and tcp port 1) or (host 10.0.0.4 and tcp port 2) or (host 10.0.0.5 and tcp port 2) or (host 10.0.0.6 and tcp port 2)",
+            "(ip and udp port 53) or (host 10.0.0.3 and tcp port 1) or (host 10.0.0.1 and tcp port 2) or (host 10.0.0.5 and tcp port 80) or ip",
+        ];
+        for expr in exprs {
+            let f = DynamicFilter::from_expr(expr, LinkType::EN10MB).unwrap();
+            agrees_on_cuts(&f, expr);
+            assert!(f.program().index.get().is_some_and(|i| i.is_some()), "{expr}: no index\n{}", f.program());
+            // ARP and RARP packets: the index's other arms.
+            let s = sift::Filter::with_engine(expr, &sift::CompileOptions::default(), sift::Engine::Interp).unwrap();
+            for ethertype in [0x0806u16, 0x8035] {
+                for (spa, tpa) in [(1u8, 2u8), (9, 3), (5, 1), (8, 8)] {
+                    let mut p = vec![0u8; 42];
+                    p[12..14].copy_from_slice(&ethertype.to_be_bytes());
+                    p[28..32].copy_from_slice(&[10, 0, 0, spa]);
+                    p[38..42].copy_from_slice(&[10, 0, 0, tpa]);
+                    for cut in 0..=p.len() {
+                        assert_eq!(f.matches(&p[..cut], 42), s.matches(&p[..cut], 42), "{expr}: arp {spa}->{tpa} cut {cut}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

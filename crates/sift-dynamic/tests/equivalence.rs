@@ -422,3 +422,58 @@ fn merged_passes_agree_with_the_original() {
     eprintln!("{merged} expressions had passes merged");
     assert!(merged > 20);
 }
+
+/// The FTP filter updated in place (sift-bench's `DynamicFtp`: ports added
+/// to a server's sets, servers appended from a template), against a fresh
+/// static compile of the expression of the connections so far, on packets
+/// to and from the servers' data ports (added or not yet), on ARP, and on
+/// every cut of them: the host index and the port sets keep the verdicts.
+#[test]
+fn ftp_filter_updates_match_the_expression() {
+    use sift_bench::dynamic::{ftp_conns, ftp_expr, DynamicFtp};
+    fn tcp4(src: u32, dst: u32, sport: u16, dport: u16) -> Vec<u8> {
+        let mut p = vec![0u8; 54];
+        p[12] = 8;
+        p[14] = 0x45;
+        p[23] = 6;
+        p[26..30].copy_from_slice(&src.to_be_bytes());
+        p[30..34].copy_from_slice(&dst.to_be_bytes());
+        p[34..36].copy_from_slice(&sport.to_be_bytes());
+        p[36..38].copy_from_slice(&dport.to_be_bytes());
+        p
+    }
+    let conns = ftp_conns(45);
+    let client = 0x0a00_0005;
+    let mut f = DynamicFtp::new(&[]).unwrap();
+    let mut rng = Rng::new(0xf7);
+    let random = packets(&mut rng, LinkType::EN10MB, 150);
+    for k in 0..conns.len() {
+        f.add(conns[k].0, conns[k].1).unwrap();
+        if k % 6 != 5 && k + 1 != conns.len() {
+            continue;
+        }
+        let expr = ftp_expr(&conns[..=k]);
+        let s = static_filter(&expr, LinkType::EN10MB);
+        let mut pkts: Vec<(Vec<u8>, u32)> = random.clone();
+        for &(host, port) in conns.iter().take(k + 4) {
+            for p in [tcp4(host, client, port, 40_000), tcp4(client, host, 40_001, port), tcp4(client, host, 1, 21)] {
+                for cut in [54, 38, 37, 36, 35, 34, 33, 30, 29, 26, 24, 14, 13] {
+                    pkts.push((p[..cut].to_vec(), 54));
+                }
+            }
+            let mut arp = vec![0u8; 42];
+            arp[12..14].copy_from_slice(&[8, 6]);
+            arp[28..32].copy_from_slice(&host.to_be_bytes());
+            pkts.push((arp.clone(), 42));
+            pkts.push((arp[..30].to_vec(), 42));
+        }
+        let dynf = f.filter();
+        let mut n = 0;
+        for (data, wire) in &pkts {
+            let want = s.matches(data, *wire);
+            n += u64::from(want);
+            assert_eq!(dynf.matches(data, *wire), want, "after {} connections: {data:02x?}\n{}", k + 1, dynf.program());
+        }
+        assert_eq!(dynf.count_matches(&pkts, |p| (&p.0, p.1)), n);
+    }
+}
