@@ -180,3 +180,16 @@ fn byte_trees_are_masters_programs() {
     // Unchanged from 1.10.3.
     assert_eq!(tree("byte 8 = 5").trim_end(), "u8[8] == 5");
 }
+
+#[test]
+fn ether_proto_lldp_as_master() {
+    // 1.10.3: "unknown ether proto 'lldp'"; master: ldh [12]; jeq #0x88cc.
+    let p = lower_on(LinkType::EN10MB, "ether proto lldp").expect("lowers");
+    assert_eq!(p.to_string(), lower_on(LinkType::EN10MB, "ether proto 0x88cc").expect("lowers").to_string());
+    let mut lldp = vec![0u8; 60];
+    lldp[12..14].copy_from_slice(&[0x88, 0xcc]);
+    assert_eq!(run(&p, &lldp), Ok(true));
+    assert_eq!(run(&p, &packet(60, 0)), Ok(false));
+    // Still a name, not a keyword: a bare `lldp` is a syntax error, as in master.
+    assert!(sift_syntax::parse("lldp").is_err());
+}

@@ -52,7 +52,8 @@ pub fn ip_protocol(name: &str) -> Option<u32> {
 
 /// Looks up an EtherType name as libpcap 1.10.3's `pcap_nametoeproto`
 /// (`ip`, `ip6`, `arp`, `rarp`, `atalk`, `aarp`, `decnet`, `lat`, `sca`,
-/// `moprc`, `mopdl`, `loopback`).
+/// `moprc`, `mopdl`, `loopback`), plus master's `lldp` (TESTrun accepts
+/// `ether proto lldp`; docs/compat.md #32).
 pub fn ether_type(name: &str) -> Option<u32> {
     ETHER_TYPES.iter().find(|e| e.0 == name).map(|e| e.1)
 }
@@ -97,6 +98,9 @@ pub mod ethertype {
     pub const IPX: u32 = 0x8137;
     /// Ethernet loopback (configuration testing).
     pub const LOOPBACK: u32 = 0x9000;
+    /// Link Layer Discovery Protocol, 802.1AB (a name libpcap master
+    /// knows for `ether proto lldp`; 1.10.3 does not).
+    pub const LLDP: u32 = 0x88cc;
 }
 
 /// LLC SAP values used by the filter language.
@@ -123,6 +127,7 @@ const ETHER_TYPES: &[(&str, u32)] = &[
     ("ip", ethertype::IP),
     ("ip6", ethertype::IPV6),
     ("lat", ethertype::LAT),
+    ("lldp", ethertype::LLDP),
     ("loopback", ethertype::LOOPBACK),
     ("mopdl", ethertype::MOPDL),
     ("moprc", ethertype::MOPRC),
@@ -641,6 +646,7 @@ mod tests {
         assert_eq!(link_protocol("netbeui"), Some(0xf0));
         assert_eq!(link_protocol("ipx"), Some(0xe0), "ipx is an LLC SAP name only");
         assert_eq!(link_protocol("IP"), None);
-        assert_eq!(link_protocol("lldp"), None, "lldp is new in libpcap 1.11");
+        // New in libpcap master (1.10.3 does not know it); TESTrun accepts it.
+        assert_eq!(link_protocol("lldp"), Some(0x88cc));
     }
 }
