@@ -128,7 +128,7 @@ impl Entry {
 }
 
 fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    let alts = match fold::or(alts) {
+    let alts = match fold::or_vec(alts) {
         Pred::Or(v) => v,
         p => return p,
     };
@@ -167,15 +167,22 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
         Entry::Guarded(g, mut rests) => {
             if rests.len() == 1 {
                 let rest = rests.pop().unwrap_or_default();
-                fold::and(std::iter::once(g).chain(rest))
+                and_with_guard(g, rest)
             } else {
-                let inner: Vec<Pred> = rests.into_iter().map(fold::and).collect();
+                let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
                 let inner = merge_alternatives(inner, budget);
                 fold::and([g, inner])
             }
         }
     });
-    fold::or(merge_same_rests(rebuilt.collect()))
+    fold::or_vec(merge_same_rests(rebuilt.collect()))
+}
+
+/// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has
+/// room for the guard again).
+fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
+    rest.insert(0, g);
+    fold::and_vec(rest)
 }
 
 /// `or(and(g1, r), and(g2, r))` ≡ `and(or(g1, g2), r)` when `g1`, `g2` are
@@ -187,8 +194,8 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
     let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
     let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
         if let Some((mut guards, rest)) = run.take() {
-            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or(guards) };
-            out.push(fold::and(std::iter::once(g).chain(rest)));
+            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or_vec(guards) };
+            out.push(and_with_guard(g, rest));
         }
     };
     for alt in alts {
@@ -196,7 +203,7 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
             Ok((g, rest)) if eq_set(&g).is_some() && !rest.is_empty() => (g, rest),
             Ok((g, rest)) => {
                 flush(&mut run, &mut out);
-                out.push(fold::and(std::iter::once(g).chain(rest)));
+                out.push(and_with_guard(g, rest));
                 continue;
             }
             Err(p) => {
@@ -234,7 +241,7 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
 }
 
 fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
-    let mut v = match fold::and(v) {
+    let mut v = match fold::and_vec(v) {
         Pred::And(v) => v,
         p => return p,
     };
@@ -273,5 +280,5 @@ fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
         new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget));
     }
     v.push(Pred::Or(new_alts));
-    fold::and(v)
+    fold::and_vec(v)
 }

@@ -82,7 +82,7 @@ enum Undo {
 /// Each word is mixed in with a rotate, an xor and a multiplication by an
 /// odd constant (a multiplicative hash).
 #[derive(Default, Clone, Copy)]
-struct WordHasher(u64);
+pub(crate) struct WordHasher(u64);
 
 impl WordHasher {
     fn mix(&mut self, word: u64) {
