@@ -40,9 +40,13 @@
 //! when A is dead afterwards; branches fall through to the next block and
 //! use 8-bit displacements where they fit.
 //!
-//! Code pages are mapped read + write while the code is copied in, then
-//! read + execute; never both writable and executable. Small filters reuse
-//! pages from a process-wide pool, so installing one costs one `mprotect`.
+//! Code pages are never both writable and executable: code up to 64 KiB
+//! goes into a process-private memory file mapped read + execute only and
+//! written with `pwrite` (one system call per filter, filters share pages;
+//! the file is copied for the child after `fork`); elsewhere (no
+//! `memfd_create`, larger code, or `SIFT_JIT_CODE=mprotect`) pages are
+//! mapped read + write while the code is copied in, then switched to read +
+//! execute with `mprotect`.
 //! On targets other than x86-64 Linux the crate compiles and
 //! [`JitFilter::from_program`] returns [`JitError::Unsupported`].
 #![deny(unsafe_code)]
