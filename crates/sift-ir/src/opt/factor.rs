@@ -52,7 +52,7 @@ fn is_guard(p: &Pred) -> bool {
     match p {
         Pred::Test(_) => true,
         Pred::Not(q) => matches!(**q, Pred::Test(_)),
-        Pred::Or(_) => eq_set(p).is_some(),
+        Pred::Or(_) => eq_tests(p).is_some(),
         _ => false,
     }
 }
@@ -81,32 +81,44 @@ fn guard_of(p: &Pred) -> Option<&Pred> {
 
 /// `lhs == k1 or lhs == k2 or ...`: the value and the constants.
 pub(crate) fn eq_set(g: &Pred) -> Option<(&Value, Vec<u32>)> {
+    eq_tests(g).map(|(v, ts)| (v, constants(ts).collect()))
+}
+
+/// [`eq_set`] without collecting: the value and the equality tests (one
+/// test, or the operands of the `or`).
+fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
     match g {
-        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) if !matches!(lhs, Value::Const(_)) => {
-            Some((lhs, vec![*k]))
+        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) if !matches!(lhs, Value::Const(_)) => {
+            Some((lhs, std::slice::from_ref(g)))
         }
         Pred::Or(v) if v.len() <= 64 => {
             let mut value = None;
-            let mut ks = Vec::with_capacity(v.len());
             for t in v {
-                let Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) = t else { return None };
+                let Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) = t else { return None };
                 if matches!(lhs, Value::Const(_)) || value.is_some_and(|x| x != lhs) {
                     return None;
                 }
                 value = Some(lhs);
-                ks.push(*k);
             }
-            value.map(|x| (x, ks))
+            value.map(|x| (x, v.as_slice()))
         }
         _ => None,
     }
 }
 
+/// The constants of tests from [`eq_tests`].
+fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
+    ts.iter().filter_map(|t| match t {
+        Pred::Test(Test { rhs: Value::Const(k), .. }) => Some(*k),
+        _ => None,
+    })
+}
+
 /// Whether two guards are exclusive: at most one holds, and they abort
 /// together (the same value tested against disjoint sets of constants).
 fn exclusive(g: &Pred, h: &Pred) -> bool {
-    match (eq_set(g), eq_set(h)) {
-        (Some((a, j)), Some((b, k))) => a == b && !j.iter().any(|x| k.contains(x)),
+    match (eq_tests(g), eq_tests(h)) {
+        (Some((a, j)), Some((b, k))) => a == b && !constants(j).any(|x| constants(k).any(|y| y == x)),
         _ => false,
     }
 }
@@ -200,7 +212,7 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
     };
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
-            Ok((g, rest)) if eq_set(&g).is_some() && !rest.is_empty() => (g, rest),
+            Ok((g, rest)) if eq_tests(&g).is_some() && !rest.is_empty() => (g, rest),
             Ok((g, rest)) => {
                 flush(&mut run, &mut out);
                 out.push(and_with_guard(g, rest));
