@@ -193,6 +193,10 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 /// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has
 /// room for the guard again).
 fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
+    if rest.is_empty() {
+        // A guard is a test, a negated test or an `or`: nothing to flatten.
+        return g;
+    }
     rest.insert(0, g);
     fold::and_vec(rest)
 }

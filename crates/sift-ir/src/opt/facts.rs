@@ -361,18 +361,33 @@ fn simple_lhs(p: &Pred) -> Option<&Value> {
     }
 }
 
-/// Stable grouping of simple tests by their left operand.
+/// Stable grouping of simple tests by their left operand (groups in the
+/// order of their first test; other operands count as `Const(0)`).
 fn group_by_value(ps: &mut [Pred]) {
-    let mut groups: Vec<(Value, Vec<Pred>)> = Vec::new();
-    for p in ps.iter_mut() {
-        let p = std::mem::replace(p, Pred::True);
-        let key = simple_lhs(&p).cloned().unwrap_or(Value::Const(0));
-        match groups.iter_mut().find(|g| g.0 == key) {
-            Some(g) => g.1.push(p),
-            None => groups.push((key, vec![p])),
-        }
+    static OTHER: Value = Value::Const(0);
+    fn key(p: &Pred) -> &Value {
+        simple_lhs(p).unwrap_or(&OTHER)
     }
-    for (slot, p) in ps.iter_mut().zip(groups.into_iter().flat_map(|g| g.1)) {
+    // The group of each operand: the position of its group's first operand
+    // among the first operands (no copy of the values).
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut tagged: Vec<(usize, Pred)> = Vec::with_capacity(ps.len());
+    for i in 0..ps.len() {
+        let g = match firsts.iter().position(|&j| key(&ps[j]) == key(&ps[i])) {
+            Some(g) => g,
+            None => {
+                firsts.push(i);
+                firsts.len() - 1
+            }
+        };
+        tagged.push((g, Pred::True));
+    }
+    for (t, p) in tagged.iter_mut().zip(ps.iter_mut()) {
+        t.1 = std::mem::replace(p, Pred::True);
+    }
+    // Stable: within a group, the original order.
+    tagged.sort_by_key(|t| t.0);
+    for (slot, (_, p)) in ps.iter_mut().zip(tagged) {
         *slot = p;
     }
 }
