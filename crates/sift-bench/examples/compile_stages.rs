@@ -70,7 +70,7 @@ fn main() {
         // Batch size: ~0.2 ms of the whole compile.
         let whole = per_call(1, || drop(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)));
         let batch = (200_000 / whole.max(1)).clamp(1, 10_000);
-        let mut t = vec![Vec::with_capacity(n); 7];
+        let mut t: Vec<Vec<u64>> = (0..7).map(|_| Vec::with_capacity(n)).collect();
         for _ in 0..n {
             t[0].push(per_call(batch, || drop(std::hint::black_box(sift_syntax::parse(&f.expr)))));
             t[1].push(per_call(batch, || drop(std::hint::black_box(sift_ir::lower(&ast, &lopts)))));

@@ -77,9 +77,12 @@ pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
     out
 }
 
+/// Gets each pass's name and result (for [`stages`]).
+type Seen<'a> = &'a mut dyn FnMut(&'static str, &Pred);
+
 /// The passes; `seen` (for [`stages`]) gets every intermediate tree, and
 /// no round is skipped then.
-fn run(p: Pred, opts: &OptOptions, mut seen: Option<&mut dyn FnMut(&'static str, &Pred)>) -> Pred {
+fn run(p: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     let skip_idle = seen.is_none();
     let mut seen = |name, q: &Pred| {
         if let Some(f) = seen.as_mut() {
