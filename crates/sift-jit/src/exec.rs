@@ -382,14 +382,18 @@ mod code_file {
             let size = MIN_BLOCK << class;
             if self.bump + size > CHUNK {
                 // The rest of the chunk becomes free blocks of smaller classes.
-                let mut at = self.bump;
-                for c in (0..CLASSES).rev() {
-                    while at + (MIN_BLOCK << c) <= CHUNK && self.chunks.last().is_some() {
-                        let base = self.chunks.last().map_or(0, |ch| ch.addr);
-                        self.free[c].push(base + at);
-                        at += MIN_BLOCK << c;
+                if let Some(base) = self.chunks.last().map(|ch| ch.addr) {
+                    let mut at = self.bump;
+                    for c in (0..CLASSES).rev() {
+                        while at + (MIN_BLOCK << c) <= CHUNK {
+                            self.free[c].push(base + at);
+                            at += MIN_BLOCK << c;
+                        }
                     }
                 }
+                // Carved once: if no chunk can be added, the next request
+                // must not hand out the same blocks again.
+                self.bump = CHUNK;
                 if !self.grow() {
                     return None;
                 }

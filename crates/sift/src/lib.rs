@@ -286,9 +286,11 @@ impl Filter {
             Engine::Interp => interp(&program)?,
             Engine::Dynamic => {
                 let pred = pred.as_ref().unwrap_or(&optimized);
-                Runner::Dynamic(sift_dynamic::DynamicFilter::from_pred(pred, opts.linktype).map_err(|e| {
-                    Error::Engine(format!("dynamic engine: {e} (engine dynamic-or-jit runs such a filter with the JIT)"))
-                })?)
+                let hint = "engine dynamic-or-jit runs such a filter with the JIT";
+                Runner::Dynamic(
+                    sift_dynamic::DynamicFilter::from_pred(pred, opts.linktype)
+                        .map_err(|e| Error::Engine(format!("dynamic engine: {e} ({hint})")))?,
+                )
             }
             Engine::DynamicOrJit => {
                 match sift_dynamic::DynamicFilter::from_pred(pred.as_ref().unwrap_or(&optimized), opts.linktype) {
