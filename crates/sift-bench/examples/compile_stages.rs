@@ -15,6 +15,10 @@
 //! `pcap_compile` alone).
 //!
 //! `cargo run --release -p sift-bench --example compile_stages -- [N] [FILTER-NAME...]`
+//!
+//! `compile_stages --repeat N FILTER-NAME` only compiles the filter N times
+//! with `sift::Filter::with_engine` (for profilers: `valgrind --tool=callgrind`,
+//! `perf record`).
 
 use sift_bench::cputime::thread_cpu_ns;
 use sift_bench::libpcap::Libpcap;
@@ -36,6 +40,16 @@ fn per_call(batch: u64, mut f: impl FnMut()) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--repeat") {
+        let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+        let opts = sift::CompileOptions { savefile: true, ..Default::default() };
+        for f in standard_filters().iter().filter(|f| args.get(2).is_some_and(|n| *n == f.name)) {
+            for _ in 0..n {
+                drop(std::hint::black_box(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)));
+            }
+        }
+        return;
+    }
     let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(31).max(1);
     let names: Vec<&String> = args.iter().skip(1).collect();
     let opts = sift::CompileOptions { savefile: true, ..Default::default() };
@@ -56,7 +70,7 @@ fn main() {
         // Batch size: ~0.2 ms of the whole compile.
         let whole = per_call(1, || drop(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)));
         let batch = (200_000 / whole.max(1)).clamp(1, 10_000);
-        let mut t = vec![Vec::with_capacity(n); 7];
+        let mut t: Vec<Vec<u64>> = (0..7).map(|_| Vec::with_capacity(n)).collect();
         for _ in 0..n {
             t[0].push(per_call(batch, || drop(std::hint::black_box(sift_syntax::parse(&f.expr)))));
             t[1].push(per_call(batch, || drop(std::hint::black_box(sift_ir::lower(&ast, &lopts)))));

@@ -699,6 +699,21 @@ fn cheap(v: &Value) -> bool {
     }
 }
 
+/// Whether a test of `p` compares a value that is not [`cheap`] (one that
+/// [`Gen::plan_cache`] may choose to cache); deeper than [`MAX_DEPTH`]
+/// counts as yes.
+fn has_costly_value(p: &Pred, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    match p {
+        Pred::True | Pred::False => false,
+        Pred::Not(q) => has_costly_value(q, depth + 1),
+        Pred::And(v) | Pred::Or(v) => v.iter().any(|q| has_costly_value(q, depth + 1)),
+        Pred::Test(t) => !cheap(&t.lhs) || !cheap(&t.rhs),
+    }
+}
+
 /// A set of candidate ids, sorted.
 type Ids = Vec<usize>;
 
@@ -724,6 +739,11 @@ impl Gen {
     /// only loads and divisions that already ran without aborting, so the
     /// verdicts do not change.
     fn plan_cache(&mut self, pred: &Pred) {
+        // Only values that are not `cheap` can be candidates: without any,
+        // the walk below would choose nothing.
+        if !has_costly_value(pred, 0) {
+            return;
+        }
         let mut cands = Candidates::default();
         self.reuse_walk(pred, &[], &mut cands, 0);
         let mut chosen: Vec<usize> = (0..cands.cost.len()).filter(|&i| cands.reuse[i] > 0).collect();

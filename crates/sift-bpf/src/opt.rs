@@ -84,6 +84,8 @@ pub fn optimize(prog: &mut Vec<Insn>) {
         return;
     }
     let mut an = Analysis::default();
+    // Whether the program may hold what `remove` takes out.
+    let mut removable_left = true;
     for _ in 0..MAX_ROUNDS {
         let threaded = thread_jumps(prog, &mut an);
         let merged = merge_tails(prog);
@@ -92,12 +94,18 @@ pub fn optimize(prog: &mut Vec<Insn>) {
         }
         let removed = remove(prog, &mut an);
         let reordered = reorder_chains(prog, &mut an);
+        removable_left = reordered;
         if !threaded && !merged && !removed && !reordered {
             break;
         }
+        // The rounds ran out: the last one may have left something.
+        removable_left = true;
     }
-    // What the last reordering left unreachable.
-    remove(prog, &mut an);
+    // What the last reordering left unreachable (a round that changed
+    // nothing left nothing: its `remove` saw the program as it is).
+    if removable_left {
+        remove(prog, &mut an);
+    }
 }
 
 /// Does `insn` at `pc` only jump forward, inside the program?
@@ -126,8 +134,12 @@ pub(crate) fn successors(pc: usize, insn: Insn) -> impl Iterator<Item = usize> {
     a.into_iter().chain(b)
 }
 
+/// A conditional jump (`jeq`/`jgt`/`jge`/`jset` with `k` or `x`): the
+/// same as `validate::is_cond_jump`, without searching the opcode table.
 fn is_cond(code: u16) -> bool {
-    crate::validate::is_cond_jump(code)
+    use op::*;
+    let c = code & !X;
+    c == JMP | JEQ || c == JMP | JGT || c == JMP | JGE || c == JMP | JSET
 }
 
 /// The number of bytes a load of these size bits reads.
@@ -1303,6 +1315,13 @@ mod tests {
     }
     fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
         Insn::jump(code, k, jt, jf)
+    }
+
+    #[test]
+    fn is_cond_agrees_with_the_opcode_table() {
+        for code in 0..=u16::MAX {
+            assert_eq!(is_cond(code), crate::validate::is_cond_jump(code), "{code:#x}");
+        }
     }
 
     #[test]

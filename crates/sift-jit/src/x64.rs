@@ -384,74 +384,98 @@ pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
     // the same instruction sequence with 8-bit jumps where the first pass's
     // displacement fits. Code only shrinks in the second pass, so those
     // displacements still fit.
-    let first = emit(prog, Vec::new())?;
+    let plan = Plan::new(prog)?;
+    let first = emit(prog, &plan, Vec::new());
     let short = first.displacements()?.into_iter().map(fits_i8).collect();
-    let second = emit(prog, short)?;
+    let second = emit(prog, &plan, short);
     if second.code.len() > i32::MAX as usize {
         return None;
     }
     second.finish()
 }
 
+/// What both emission passes need to know about `prog` (computed once).
+struct Plan {
+    has_backward: bool,
+    /// Scratch words read (bit `k` for `M[k]`): zeroed on entry.
+    mem_read: u16,
+    uses_div: bool,
+    /// Bytes known to be captured before each instruction.
+    known: Vec<u64>,
+    /// fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
+    fused: Vec<bool>,
+    /// Whether the instruction at pc has code of its own.
+    emitted: Vec<bool>,
+    /// next_emitted[pc]: the first emitted instruction after pc (or reject).
+    next_emitted: Vec<usize>,
+}
+
+impl Plan {
+    /// `None` if a jump leaves the program.
+    fn new(prog: &[Insn]) -> Option<Plan> {
+        let len = prog.len();
+        let reject = len;
+        let mut is_target = vec![false; len + 1];
+        let mut has_backward = false;
+        let mut mem_read = 0u16;
+        let mut uses_div = false;
+        for (pc, &insn) in prog.iter().enumerate() {
+            let c = insn.code;
+            match c & 0x07 {
+                JMP if c & 0xf0 == JA => {
+                    let t = ja_target(pc, insn);
+                    has_backward |= t <= pc;
+                    *is_target.get_mut(t)? = true;
+                }
+                JMP => {
+                    let (t, f) = cond_targets(pc, insn);
+                    *is_target.get_mut(t)? = true;
+                    *is_target.get_mut(f)? = true;
+                }
+                LD | LDX if c & 0xe0 == MEM => mem_read |= 1 << (insn.k & 15),
+                ALU if matches!(c & 0xf0, DIV | MOD) => uses_div = true,
+                _ => {}
+            }
+        }
+        let live = a_live_in(prog, has_backward);
+        let known = known_lengths(prog, has_backward);
+        let mut fused = vec![false; len];
+        for pc in 0..len.saturating_sub(1) {
+            let (l, j) = (prog[pc], prog[pc + 1]);
+            if !is_packet_load(l.code) || !(j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
+                continue;
+            }
+            let (t, f) = cond_targets(pc + 1, j);
+            let fits =
+                j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
+            if fits && !live[t] && !live[f] {
+                fused[pc] = true;
+            }
+        }
+        let emitted: Vec<bool> = (0..len)
+            .map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1])
+            .collect();
+        let mut next_emitted = vec![reject; len];
+        let mut following = reject;
+        for pc in (0..len).rev() {
+            next_emitted[pc] = following;
+            if emitted[pc] {
+                following = pc;
+            }
+        }
+        Some(Plan { has_backward, mem_read, uses_div, known, fused, emitted, next_emitted })
+    }
+}
+
 /// Emits the code for `prog` (jump fields unpatched).
-fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
+fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>) -> Asm {
     let len = prog.len();
     let reject = len;
-    let mut is_target = vec![false; len + 1];
-    let mut has_backward = false;
-    let mut mem_read = 0u16;
-    let mut uses_div = false;
-    for (pc, &insn) in prog.iter().enumerate() {
-        let c = insn.code;
-        match c & 0x07 {
-            JMP if c & 0xf0 == JA => {
-                let t = ja_target(pc, insn);
-                has_backward |= t <= pc;
-                *is_target.get_mut(t)? = true;
-            }
-            JMP => {
-                let (t, f) = cond_targets(pc, insn);
-                *is_target.get_mut(t)? = true;
-                *is_target.get_mut(f)? = true;
-            }
-            LD | LDX if c & 0xe0 == MEM => mem_read |= 1 << (insn.k & 15),
-            ALU if matches!(c & 0xf0, DIV | MOD) => uses_div = true,
-            _ => {}
-        }
-    }
-    let live = a_live_in(prog, has_backward);
-    let known = known_lengths(prog, has_backward);
-    // fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
-    let mut fused = vec![false; len];
-    for pc in 0..len.saturating_sub(1) {
-        let (l, j) = (prog[pc], prog[pc + 1]);
-        if !is_packet_load(l.code) || !(j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
-            continue;
-        }
-        let (t, f) = cond_targets(pc + 1, j);
-        let fits =
-            j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
-        if fits && !live[t] && !live[f] {
-            fused[pc] = true;
-        }
-    }
-    let emitted: Vec<bool> = (0..len)
-        .map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1])
-        .collect();
-    // next_emitted[pc]: the first emitted instruction after pc (or reject).
-    let mut next_emitted = vec![reject; len];
-    let mut following = reject;
-    for pc in (0..len).rev() {
-        next_emitted[pc] = following;
-        if emitted[pc] {
-            following = pc;
-        }
-    }
-
+    let Plan { has_backward, mem_read, uses_div, ref known, ref fused, ref emitted, ref next_emitted } = *plan;
     let mut asm = Asm {
         code: Vec::with_capacity(len * 12 + 64),
         labels: vec![usize::MAX; len + 1],
-        fixups: Vec::new(),
+        fixups: Vec::with_capacity(2 * len),
         short,
     };
     let wire = if uses_div {
@@ -556,7 +580,7 @@ fn emit(prog: &[Insn], short: Vec<bool>) -> Option<Asm> {
     asm.bind(reject);
     asm.mov_ri(RAX, 0);
     asm.byte(0xc3);
-    Some(asm)
+    asm
 }
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if

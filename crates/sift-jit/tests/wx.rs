@@ -57,13 +57,22 @@ fn code_pages_are_never_writable_and_executable() {
             "{a:#x}-{b:#x} is {perms}"
         );
     }
-    // Dropping makes the code pages non-executable (unmapped or back in the
-    // pool as read + write pages).
-    let addr = filters[0].code_addr();
+    // Dropping removes the code: its pages are no longer executable
+    // (unmapped or back in the pool as read + write pages), or (code file)
+    // its block is filled with `int3`.
+    let (addr, len) = (filters[0].code_addr(), filters[0].code_size());
     drop(filters);
-    assert!(!mappings()
+    let executable = mappings()
         .iter()
-        .any(|(a, b, p)| (*a..*b).contains(&addr) && p.contains('x')));
+        .any(|(a, b, p)| (*a..*b).contains(&addr) && p.contains('x'));
+    if executable {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut mem = std::fs::File::open("/proc/self/mem").expect("/proc/self/mem");
+        mem.seek(SeekFrom::Start(addr as u64)).expect("seek");
+        let mut bytes = vec![0u8; len];
+        mem.read_exact(&mut bytes).expect("read");
+        assert!(bytes.iter().all(|&b| b == 0xcc), "dropped code still there: {bytes:02x?}");
+    }
 }
 
 #[test]

@@ -256,7 +256,19 @@ impl Filter {
 
     /// Compiles `expr` for `engine`.
     pub fn with_engine(expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Error> {
-        let c = compile(expr, opts)?;
+        // The stages of `compile`, keeping only what the engine needs: the
+        // lowered predicate is optimized in place unless the dynamic engine
+        // wants it as it is (no copy of the tree).
+        let (_, lowered) = lower(expr, opts)?;
+        let (pred, optimized) = match engine {
+            Engine::Dynamic | Engine::DynamicOrJit => {
+                let optimized = if opts.optimize { sift_ir::optimize(&lowered) } else { lowered.clone() };
+                (Some(lowered), optimized)
+            }
+            _ if opts.optimize => (None, sift_ir::opt::optimize_owned(lowered)),
+            _ => (None, lowered),
+        };
+        let program = codegen(&optimized, opts)?;
         let interp = |program: &[Insn]| {
             sift_bpf::interp::Program::new(program).map(Runner::Interp).map_err(|e| Error::Program(e.to_string()))
         };
@@ -264,27 +276,34 @@ impl Filter {
         // (`JitFilter::from_pred_with`): the cBPF optimizer underneath shares
         // loads and regroups compares of one value, which the direct path
         // does not do yet; `sift bench --engines jit,jit-pred` compares them.
-        let jit = || sift_jit::JitFilter::from_program(&c.program);
+        let jit = || sift_jit::JitFilter::from_program(&program);
         let runner = match engine {
             Engine::Meta => match jit() {
                 Ok(j) => Runner::Jit(j),
-                Err(_) => interp(&c.program)?,
+                Err(_) => interp(&program)?,
             },
             Engine::Jit => Runner::Jit(jit().map_err(|e| Error::Engine(format!("jit: {e}")))?),
-            Engine::Interp => interp(&c.program)?,
-            Engine::Dynamic => Runner::Dynamic(sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype).map_err(
-                |e| Error::Engine(format!("dynamic engine: {e} (engine dynamic-or-jit runs such a filter with the JIT)")),
-            )?),
-            Engine::DynamicOrJit => match sift_dynamic::DynamicFilter::from_pred(&c.pred, opts.linktype) {
-                Ok(d) => Runner::Dynamic(d),
-                Err(_) => match jit() {
-                    Ok(j) => Runner::Jit(j),
-                    Err(_) => interp(&c.program)?,
-                },
-            },
-            Engine::Reference => Runner::Reference(c.optimized),
+            Engine::Interp => interp(&program)?,
+            Engine::Dynamic => {
+                let pred = pred.as_ref().unwrap_or(&optimized);
+                let hint = "engine dynamic-or-jit runs such a filter with the JIT";
+                Runner::Dynamic(
+                    sift_dynamic::DynamicFilter::from_pred(pred, opts.linktype)
+                        .map_err(|e| Error::Engine(format!("dynamic engine: {e} ({hint})")))?,
+                )
+            }
+            Engine::DynamicOrJit => {
+                match sift_dynamic::DynamicFilter::from_pred(pred.as_ref().unwrap_or(&optimized), opts.linktype) {
+                    Ok(d) => Runner::Dynamic(d),
+                    Err(_) => match jit() {
+                        Ok(j) => Runner::Jit(j),
+                        Err(_) => interp(&program)?,
+                    },
+                }
+            }
+            Engine::Reference => Runner::Reference(optimized),
         };
-        Ok(Filter { runner, program: c.program })
+        Ok(Filter { runner, program })
     }
 
     /// A filter from a classic BPF program written elsewhere (e.g. `tcpdump

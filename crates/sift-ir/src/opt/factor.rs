@@ -52,7 +52,7 @@ fn is_guard(p: &Pred) -> bool {
     match p {
         Pred::Test(_) => true,
         Pred::Not(q) => matches!(**q, Pred::Test(_)),
-        Pred::Or(_) => eq_set(p).is_some(),
+        Pred::Or(_) => eq_tests(p).is_some(),
         _ => false,
     }
 }
@@ -81,32 +81,44 @@ fn guard_of(p: &Pred) -> Option<&Pred> {
 
 /// `lhs == k1 or lhs == k2 or ...`: the value and the constants.
 pub(crate) fn eq_set(g: &Pred) -> Option<(&Value, Vec<u32>)> {
+    eq_tests(g).map(|(v, ts)| (v, constants(ts).collect()))
+}
+
+/// [`eq_set`] without collecting: the value and the equality tests (one
+/// test, or the operands of the `or`).
+fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
     match g {
-        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) if !matches!(lhs, Value::Const(_)) => {
-            Some((lhs, vec![*k]))
+        Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) if !matches!(lhs, Value::Const(_)) => {
+            Some((lhs, std::slice::from_ref(g)))
         }
         Pred::Or(v) if v.len() <= 64 => {
             let mut value = None;
-            let mut ks = Vec::with_capacity(v.len());
             for t in v {
-                let Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(k) }) = t else { return None };
+                let Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) = t else { return None };
                 if matches!(lhs, Value::Const(_)) || value.is_some_and(|x| x != lhs) {
                     return None;
                 }
                 value = Some(lhs);
-                ks.push(*k);
             }
-            value.map(|x| (x, ks))
+            value.map(|x| (x, v.as_slice()))
         }
         _ => None,
     }
 }
 
+/// The constants of tests from [`eq_tests`].
+fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
+    ts.iter().filter_map(|t| match t {
+        Pred::Test(Test { rhs: Value::Const(k), .. }) => Some(*k),
+        _ => None,
+    })
+}
+
 /// Whether two guards are exclusive: at most one holds, and they abort
 /// together (the same value tested against disjoint sets of constants).
 fn exclusive(g: &Pred, h: &Pred) -> bool {
-    match (eq_set(g), eq_set(h)) {
-        (Some((a, j)), Some((b, k))) => a == b && !j.iter().any(|x| k.contains(x)),
+    match (eq_tests(g), eq_tests(h)) {
+        (Some((a, j)), Some((b, k))) => a == b && !constants(j).any(|x| constants(k).any(|y| y == x)),
         _ => false,
     }
 }
@@ -128,7 +140,7 @@ impl Entry {
 }
 
 fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    let alts = match fold::or(alts) {
+    let alts = match fold::or_vec(alts) {
         Pred::Or(v) => v,
         p => return p,
     };
@@ -167,15 +179,26 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
         Entry::Guarded(g, mut rests) => {
             if rests.len() == 1 {
                 let rest = rests.pop().unwrap_or_default();
-                fold::and(std::iter::once(g).chain(rest))
+                and_with_guard(g, rest)
             } else {
-                let inner: Vec<Pred> = rests.into_iter().map(fold::and).collect();
+                let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
                 let inner = merge_alternatives(inner, budget);
                 fold::and([g, inner])
             }
         }
     });
-    fold::or(merge_same_rests(rebuilt.collect()))
+    fold::or_vec(merge_same_rests(rebuilt.collect()))
+}
+
+/// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has
+/// room for the guard again).
+fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
+    if rest.is_empty() {
+        // A guard is a test, a negated test or an `or`: nothing to flatten.
+        return g;
+    }
+    rest.insert(0, g);
+    fold::and_vec(rest)
 }
 
 /// `or(and(g1, r), and(g2, r))` ≡ `and(or(g1, g2), r)` when `g1`, `g2` are
@@ -187,16 +210,16 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
     let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
     let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
         if let Some((mut guards, rest)) = run.take() {
-            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or(guards) };
-            out.push(fold::and(std::iter::once(g).chain(rest)));
+            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or_vec(guards) };
+            out.push(and_with_guard(g, rest));
         }
     };
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
-            Ok((g, rest)) if eq_set(&g).is_some() && !rest.is_empty() => (g, rest),
+            Ok((g, rest)) if eq_tests(&g).is_some() && !rest.is_empty() => (g, rest),
             Ok((g, rest)) => {
                 flush(&mut run, &mut out);
-                out.push(fold::and(std::iter::once(g).chain(rest)));
+                out.push(and_with_guard(g, rest));
                 continue;
             }
             Err(p) => {
@@ -234,7 +257,7 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
 }
 
 fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
-    let mut v = match fold::and(v) {
+    let mut v = match fold::and_vec(v) {
         Pred::And(v) => v,
         p => return p,
     };
@@ -273,5 +296,5 @@ fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
         new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget));
     }
     v.push(Pred::Or(new_alts));
-    fold::and(v)
+    fold::and_vec(v)
 }

@@ -26,7 +26,7 @@
 //! `src` tests, then all `dst` tests), which lets a backend load the value
 //! once for all of them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::analysis::{
@@ -70,10 +70,11 @@ struct Fact {
     one_of: Option<Vec<u32>>,
 }
 
+/// What to undo when leaving a node (values by their [`Env::id`]).
 enum Undo {
     Len(u32),
-    Done(Value),
-    Fact(Value),
+    Done(u32),
+    Fact(u32),
 }
 
 /// A small, fast hasher for the path-fact maps: keys are values of the
@@ -82,7 +83,7 @@ enum Undo {
 /// Each word is mixed in with a rotate, an xor and a multiplication by an
 /// odd constant (a multiplicative hash).
 #[derive(Default, Clone, Copy)]
-struct WordHasher(u64);
+pub(crate) struct WordHasher(u64);
 
 impl WordHasher {
     fn mix(&mut self, word: u64) {
@@ -124,11 +125,18 @@ impl Hasher for WordHasher {
 
 type FastBuild = BuildHasherDefault<WordHasher>;
 
+/// What the path to the current node established. Values (atoms, tested
+/// values) are numbered once per pass ([`Env::id`]: one copy of each
+/// distinct value), so the path state and its undo log hold numbers only.
 #[derive(Default)]
 struct Env {
     len: u32,
-    done: HashSet<Value, FastBuild>,
-    facts: HashMap<Value, Vec<Fact>, FastBuild>,
+    /// The number of each value seen.
+    ids: HashMap<Value, u32, FastBuild>,
+    /// Per value number: an atom evaluated on the path.
+    done: Vec<bool>,
+    /// Per value number: what the path's tests established about it.
+    facts: Vec<Vec<Fact>>,
     log: Vec<Undo>,
 }
 
@@ -141,30 +149,44 @@ impl Env {
         while self.log.len() > mark {
             match self.log.pop() {
                 Some(Undo::Len(l)) => self.len = l,
-                Some(Undo::Done(v)) => {
-                    self.done.remove(&v);
-                }
-                Some(Undo::Fact(v)) => {
-                    if let Some(fs) = self.facts.get_mut(&v) {
-                        fs.pop();
-                    }
+                Some(Undo::Done(i)) => self.done[i as usize] = false,
+                Some(Undo::Fact(i)) => {
+                    self.facts[i as usize].pop();
                 }
                 None => break,
             }
         }
     }
 
-    /// The facts list of `v`, created empty if missing (without cloning
-    /// `v` when it is present).
-    fn facts_of(&mut self, v: &Value) -> &mut Vec<Fact> {
-        if !self.facts.contains_key(v) {
-            self.facts.insert(v.clone(), Vec::new());
+    /// The number of `v`, given on first sight (`v` is copied once).
+    fn id(&mut self, v: &Value) -> u32 {
+        if let Some(&i) = self.ids.get(v) {
+            return i;
         }
-        self.facts.get_mut(v).expect("just inserted")
+        let i = self.done.len() as u32;
+        self.ids.insert(v.clone(), i);
+        self.done.push(false);
+        self.facts.push(Vec::new());
+        i
+    }
+
+    /// The facts about `v` on the path, if any were ever recorded.
+    fn facts_about(&self, v: &Value) -> Option<&Vec<Fact>> {
+        self.ids.get(v).map(|&i| &self.facts[i as usize])
+    }
+
+    /// Adds a fact about `v` (unless it has too many already).
+    fn add_fact(&mut self, v: &Value, f: Fact) {
+        let i = self.id(v);
+        let fs = &mut self.facts[i as usize];
+        if fs.len() < MAX_FACTS_PER_VALUE {
+            fs.push(f);
+            self.log.push(Undo::Fact(i));
+        }
     }
 
     fn covered(&self, a: &Value) -> bool {
-        within(a, self.len) || self.done.contains(a)
+        within(a, self.len) || self.ids.get(a).is_some_and(|&i| self.done[i as usize])
     }
 
     fn test_covered(&self, t: &Test) -> bool {
@@ -184,9 +206,12 @@ impl Env {
                 self.log.push(Undo::Len(self.len));
                 self.len = l;
             }
-            if !within(a, self.len) && !self.done.contains(a) {
-                self.done.insert(a.clone());
-                self.log.push(Undo::Done(a.clone()));
+            if !within(a, self.len) {
+                let i = self.id(a);
+                if !self.done[i as usize] {
+                    self.done[i as usize] = true;
+                    self.log.push(Undo::Done(i));
+                }
             }
             true
         };
@@ -200,11 +225,7 @@ impl Env {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
                 self.evaluated(t);
-                let fs = self.facts_of(&t.lhs);
-                if fs.len() < MAX_FACTS_PER_VALUE {
-                    fs.push(Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
-                    self.log.push(Undo::Fact(t.lhs.clone()));
-                }
+                self.add_fact(&t.lhs, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
             }
             Pred::Not(q) => self.assume(q, !outcome),
             Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true)),
@@ -212,11 +233,7 @@ impl Env {
             Pred::Or(_) if eq_set(p).is_some() => {
                 if let (Some(t), Some((value, ks))) = (first_test(p), eq_set(p)) {
                     self.evaluated(t);
-                    let fs = self.facts_of(value);
-                    if fs.len() < MAX_FACTS_PER_VALUE {
-                        fs.push(Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
-                        self.log.push(Undo::Fact(value.clone()));
-                    }
+                    self.add_fact(value, Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
                 }
             }
             Pred::And(_) | Pred::Or(_) => {
@@ -229,7 +246,7 @@ impl Env {
 
     /// The outcome of `t` if the facts (or the form of its values) decide it.
     fn decide(&self, t: &Test) -> Option<bool> {
-        let facts = self.facts.get(&t.lhs);
+        let facts = self.facts_about(&t.lhs);
         if let Some(fs) = facts {
             if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && f.rhs == t.rhs) {
                 return Some(f.holds);
@@ -344,18 +361,33 @@ fn simple_lhs(p: &Pred) -> Option<&Value> {
     }
 }
 
-/// Stable grouping of simple tests by their left operand.
+/// Stable grouping of simple tests by their left operand (groups in the
+/// order of their first test; other operands count as `Const(0)`).
 fn group_by_value(ps: &mut [Pred]) {
-    let mut groups: Vec<(Value, Vec<Pred>)> = Vec::new();
-    for p in ps.iter_mut() {
-        let p = std::mem::replace(p, Pred::True);
-        let key = simple_lhs(&p).cloned().unwrap_or(Value::Const(0));
-        match groups.iter_mut().find(|g| g.0 == key) {
-            Some(g) => g.1.push(p),
-            None => groups.push((key, vec![p])),
-        }
+    static OTHER: Value = Value::Const(0);
+    fn key(p: &Pred) -> &Value {
+        simple_lhs(p).unwrap_or(&OTHER)
     }
-    for (slot, p) in ps.iter_mut().zip(groups.into_iter().flat_map(|g| g.1)) {
+    // The group of each operand: the position of its group's first operand
+    // among the first operands (no copy of the values).
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut tagged: Vec<(usize, Pred)> = Vec::with_capacity(ps.len());
+    for i in 0..ps.len() {
+        let g = match firsts.iter().position(|&j| key(&ps[j]) == key(&ps[i])) {
+            Some(g) => g,
+            None => {
+                firsts.push(i);
+                firsts.len() - 1
+            }
+        };
+        tagged.push((g, Pred::True));
+    }
+    for (t, p) in tagged.iter_mut().zip(ps.iter_mut()) {
+        t.1 = std::mem::replace(p, Pred::True);
+    }
+    // Stable: within a group, the original order.
+    tagged.sort_by_key(|t| t.0);
+    for (slot, (_, p)) in ps.iter_mut().zip(tagged) {
         *slot = p;
     }
 }

@@ -11,57 +11,103 @@ pub fn fold(p: Pred) -> Pred {
     match p {
         Pred::True | Pred::False => p,
         Pred::Test(t) => fold_test(t),
-        Pred::Not(q) => match fold(*q) {
-            Pred::True => Pred::False,
-            Pred::False => Pred::True,
-            Pred::Not(r) => *r,
-            q => Pred::Not(Box::new(q)),
-        },
-        Pred::And(v) => and(v.into_iter().map(fold)),
-        Pred::Or(v) => or(v.into_iter().map(fold)),
+        Pred::Not(mut q) => {
+            // The box is reused for the folded operand.
+            *q = fold(std::mem::replace(&mut *q, Pred::True));
+            match *q {
+                Pred::True => Pred::False,
+                Pred::False => Pred::True,
+                Pred::Not(r) => *r,
+                _ => Pred::Not(q),
+            }
+        }
+        Pred::And(v) => and_vec(fold_each(v)),
+        Pred::Or(v) => or_vec(fold_each(v)),
     }
+}
+
+/// Folds every operand in place (the vector is reused).
+fn fold_each(mut v: Vec<Pred>) -> Vec<Pred> {
+    for p in &mut v {
+        *p = fold(std::mem::replace(p, Pred::True));
+    }
+    v
 }
 
 /// `and` of already simplified operands: flattened, `true` dropped, cut
 /// after a `false` (what follows it is never evaluated).
 pub fn and(ps: impl IntoIterator<Item = Pred>) -> Pred {
-    let mut out = Vec::new();
-    for p in ps {
-        match p {
-            Pred::True => {}
-            Pred::And(v) => out.extend(v),
-            Pred::False => {
-                out.push(Pred::False);
-                break;
-            }
-            p => out.push(p),
-        }
-    }
-    match out.len() {
-        0 => Pred::True,
-        1 => out.pop().unwrap_or(Pred::True),
-        _ => Pred::And(out),
-    }
+    junction(ps, true)
 }
 
 /// `or` of already simplified operands: flattened, `false` dropped, cut
 /// after a `true`.
 pub fn or(ps: impl IntoIterator<Item = Pred>) -> Pred {
+    junction(ps, false)
+}
+
+/// [`and`] of a vector, which is reused when it needs no flattening and
+/// holds no constant (the common case: no allocation).
+pub fn and_vec(v: Vec<Pred>) -> Pred {
+    junction_vec(v, true)
+}
+
+/// [`or`] of a vector, reused as in [`and_vec`].
+pub fn or_vec(v: Vec<Pred>) -> Pred {
+    junction_vec(v, false)
+}
+
+/// Whether `p` is an operand that [`junction`] would drop, cut at or
+/// flatten in an `and` (`is_and`) or an `or`.
+fn needs_work(p: &Pred, is_and: bool) -> bool {
+    match p {
+        Pred::True | Pred::False => true,
+        Pred::And(_) => is_and,
+        Pred::Or(_) => !is_and,
+        _ => false,
+    }
+}
+
+fn junction_vec(mut v: Vec<Pred>, is_and: bool) -> Pred {
+    if v.iter().any(|p| needs_work(p, is_and)) {
+        return junction(v, is_and);
+    }
+    match v.len() {
+        0 => constant(is_and),
+        1 => v.pop().unwrap_or(constant(is_and)),
+        _ if is_and => Pred::And(v),
+        _ => Pred::Or(v),
+    }
+}
+
+/// `true` or `false`.
+fn constant(b: bool) -> Pred {
+    if b {
+        Pred::True
+    } else {
+        Pred::False
+    }
+}
+
+/// `and` (`is_and`; `true` is the unit) or `or` (`false` is the unit).
+fn junction(ps: impl IntoIterator<Item = Pred>, is_and: bool) -> Pred {
     let mut out = Vec::new();
     for p in ps {
         match p {
-            Pred::False => {}
-            Pred::Or(v) => out.extend(v),
-            Pred::True => {
-                out.push(Pred::True);
+            Pred::True | Pred::False if (p == Pred::True) == is_and => {}
+            Pred::And(v) if is_and => out.extend(v),
+            Pred::Or(v) if !is_and => out.extend(v),
+            Pred::True | Pred::False => {
+                out.push(p);
                 break;
             }
             p => out.push(p),
         }
     }
     match out.len() {
-        0 => Pred::False,
-        1 => out.pop().unwrap_or(Pred::False),
+        0 => constant(is_and),
+        1 => out.pop().unwrap_or(constant(is_and)),
+        _ if is_and => Pred::And(out),
         _ => Pred::Or(out),
     }
 }
@@ -85,35 +131,43 @@ fn fold_test(t: Test) -> Pred {
 /// constant 0, which must still abort), and operations that return their
 /// operand unchanged are removed.
 pub fn fold_value(v: Value) -> Value {
+    // Operands are folded in place: their boxes are reused.
+    let fold_boxed = |b: &mut Box<Value>| **b = fold_value(std::mem::replace(&mut **b, Value::Len));
     match v {
-        Value::Load { size, index, offset } => {
-            let index = index.map(|i| fold_value(*i));
-            match index {
+        Value::Load { size, mut index, offset } => {
+            if let Some(i) = &mut index {
+                fold_boxed(i);
+            }
+            match index.as_deref() {
                 // A constant index adds to the offset when the sum is exact.
-                Some(Value::Const(k)) if offset.checked_add(k).is_some() => {
+                Some(&Value::Const(k)) if offset.checked_add(k).is_some() => {
                     Value::Load { size, index: None, offset: offset + k }
                 }
-                index => Value::Load { size, index: index.map(Box::new), offset },
+                _ => Value::Load { size, index, offset },
             }
         }
-        Value::Neg(a) => match fold_value(*a) {
-            Value::Const(k) => Value::Const(k.wrapping_neg()),
-            a => Value::Neg(Box::new(a)),
-        },
-        Value::Bin(op, a, b) => {
-            let (a, b) = (fold_value(*a), fold_value(*b));
-            match (op, &a, &b) {
+        Value::Neg(mut a) => {
+            fold_boxed(&mut a);
+            match *a {
+                Value::Const(k) => Value::Const(k.wrapping_neg()),
+                _ => Value::Neg(a),
+            }
+        }
+        Value::Bin(op, mut a, mut b) => {
+            fold_boxed(&mut a);
+            fold_boxed(&mut b);
+            match (op, &*a, &*b) {
                 (_, Value::Const(x), Value::Const(y)) => match apply(op, *x, *y) {
                     Ok(k) => Value::Const(k),
-                    Err(_) => Value::Bin(op, Box::new(a), Box::new(b)),
+                    Err(_) => Value::Bin(op, a, b),
                 },
                 (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, _, Value::Const(0))
                 | (BinOp::Mul | BinOp::Div, _, Value::Const(1))
-                | (BinOp::And, _, Value::Const(u32::MAX)) => a,
+                | (BinOp::And, _, Value::Const(u32::MAX)) => *a,
                 (BinOp::Add | BinOp::Or | BinOp::Xor, Value::Const(0), _)
                 | (BinOp::Mul, Value::Const(1), _)
-                | (BinOp::And, Value::Const(u32::MAX), _) => b,
-                _ => Value::Bin(op, Box::new(a), Box::new(b)),
+                | (BinOp::And, Value::Const(u32::MAX), _) => *b,
+                _ => Value::Bin(op, a, b),
             }
         }
         v => v,

@@ -59,24 +59,54 @@ pub fn optimize(p: &Pred) -> Pred {
 
 /// Optimizes with the passes `opts` selects.
 pub fn optimize_with(p: &Pred, opts: &OptOptions) -> Pred {
-    run(p, opts, &mut |_, _| {})
+    run(p.clone(), opts, None)
+}
+
+/// [`optimize`], consuming the predicate (saves copying it).
+pub fn optimize_owned(p: Pred) -> Pred {
+    run(p, &OptOptions::default(), None)
 }
 
 /// The predicate after each pass, named, in order (for `sift explain` and
-/// tests); the last one is the optimizer's result.
+/// tests); the last one is the optimizer's result. Every pass is listed,
+/// also a second round that [`optimize`] skips because the first one
+/// changed nothing.
 pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
     let mut out = Vec::new();
-    run(p, opts, &mut |name, q| out.push((name, q.clone())));
+    run(p.clone(), opts, Some(&mut |name, q: &Pred| out.push((name, q.clone()))));
     out
 }
 
-fn run(p: &Pred, opts: &OptOptions, seen: &mut dyn FnMut(&'static str, &Pred)) -> Pred {
-    let mut cur = fold::fold(p.clone());
+/// Gets each pass's name and result (for [`stages`]).
+type Seen<'a> = &'a mut dyn FnMut(&'static str, &Pred);
+
+/// The passes; `seen` (for [`stages`]) gets every intermediate tree, and
+/// no round is skipped then.
+fn run(p: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
+    let skip_idle = seen.is_none();
+    let mut seen = |name, q: &Pred| {
+        if let Some(f) = seen.as_mut() {
+            f(name, q);
+        }
+    };
+    let mut cur = fold::fold(p);
     seen("fold", &cur);
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
-    for _ in 0..rounds {
+    let mut before_round = None;
+    for round in 0..rounds {
+        // A round that changed nothing (nor the budget: distributing
+        // changes the tree) would change nothing again: the passes are
+        // deterministic. A fingerprint collision would only skip an
+        // optimization, never change a verdict.
+        if skip_idle && rounds > 1 {
+            let print = fingerprint(&cur);
+            if round > 0 && before_round == Some(print) {
+                break;
+            }
+            before_round = Some(print);
+        }
         if opts.factor {
             cur = factor::factor(cur, &mut budget);
             seen("factor", &cur);
@@ -87,6 +117,14 @@ fn run(p: &Pred, opts: &OptOptions, seen: &mut dyn FnMut(&'static str, &Pred)) -
         }
     }
     cur
+}
+
+/// A 64-bit hash of the whole tree (no allocation).
+fn fingerprint(p: &Pred) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = facts::WordHasher::default();
+    p.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

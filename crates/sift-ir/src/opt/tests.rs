@@ -199,3 +199,85 @@ fn transport_alternatives_with_the_same_ports_merge() {
     let o = optimize(&parse("portrange 0-6000"));
     assert_eq!(o.to_string().matches("u16[54] > 0x1770").count(), 1, "{o}");
 }
+
+/// The reference `and`/`or` fold: flatten, drop the unit, cut after the
+/// absorbing constant (what `fold::and`/`fold::or` did with a fresh vector).
+fn fold_junction_reference(ps: Vec<Pred>, is_and: bool) -> Pred {
+    let mut out = Vec::new();
+    for p in ps {
+        match p {
+            Pred::True if is_and => {}
+            Pred::False if !is_and => {}
+            Pred::And(v) if is_and => out.extend(v),
+            Pred::Or(v) if !is_and => out.extend(v),
+            p @ (Pred::True | Pred::False) => {
+                out.push(p);
+                break;
+            }
+            p => out.push(p),
+        }
+    }
+    match (out.len(), is_and) {
+        (0, true) => Pred::True,
+        (0, false) => Pred::False,
+        (1, _) => out.pop().unwrap(),
+        (_, true) => Pred::And(out),
+        (_, false) => Pred::Or(out),
+    }
+}
+
+/// The in-place `and_vec`/`or_vec` equal the reference on random operand
+/// lists (constants, nested junctions, tests).
+#[test]
+fn in_place_junctions_equal_the_reference() {
+    let mut r = Rng(0x5eed_f01d);
+    for _ in 0..5000 {
+        let ops: Vec<Pred> = (0..r.below(5)).map(|_| rand_pred(&mut r, 2)).collect();
+        assert_eq!(
+            fold::and_vec(ops.clone()),
+            fold_junction_reference(ops.clone(), true)
+        );
+        assert_eq!(
+            fold::or_vec(ops.clone()),
+            fold_junction_reference(ops.clone(), false)
+        );
+        assert_eq!(
+            fold::and(ops.clone()),
+            fold_junction_reference(ops.clone(), true)
+        );
+        assert_eq!(fold::or(ops.clone()), fold_junction_reference(ops, false));
+    }
+}
+
+/// Skipping the second round when the first changed nothing gives exactly
+/// the result of running every pass (`stages` never skips).
+#[test]
+fn skipped_rounds_change_nothing() {
+    let mut r = Rng(0xfeed_beef);
+    let exprs = [
+        "tcp",
+        "ip",
+        "tcp port 80",
+        "host 1.2.3.4",
+        "portrange 0-6000",
+        "src net 10.0.0.0/8 or dst port 22",
+        "ip6 and udp",
+        "vlan and tcp",
+        "tcp[13] & 2 != 0",
+        "not arp",
+        "len > 100",
+    ];
+    let mut preds: Vec<Pred> = exprs.iter().map(|e| parse(e)).collect();
+    preds.extend((0..500).map(|i| {
+        if i % 2 == 0 {
+            rand_pred(&mut r, 4)
+        } else {
+            rand_guarded(&mut r, 2)
+        }
+    }));
+    for p in preds {
+        let all = stages(&p, &OptOptions::default());
+        assert_eq!(all.last().map(|x| &x.1), Some(&optimize(&p)), "{p}");
+        assert_eq!(optimize_owned(p.clone()), optimize(&p));
+    }
+}
