@@ -81,6 +81,7 @@ impl<'a> Pkt<'a> {
 
 /// Where a prepared field is read.
 #[derive(Clone, Copy, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Loc {
     Len,
     Direct(u32),
@@ -135,6 +136,7 @@ impl PField {
 
 /// A prepared comparison.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum PCmp {
     Never,
     Eq(u32),
@@ -306,6 +308,7 @@ impl PAtom {
 /// the most common shapes, run without dispatching on the load or the
 /// comparison.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Op {
     /// `u8[off] == k` (xor `negate`).
     Eq8 { off: u32, k: u32, negate: bool },
@@ -361,6 +364,7 @@ struct NoneOf {
 
 /// How [`NoneOf`] loads its two fields.
 #[derive(Clone, Copy, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Pair {
     /// Unmasked words at fixed offsets (`ip src`, `ip dst`).
     Direct32([u32; 2]),
@@ -371,6 +375,7 @@ enum Pair {
 
 /// What [`NoneOf`] tests once both fields are loaded.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Rest {
     /// `G = F` and `A` within it: `f in F or g in F`.
     Same(PCmp),
@@ -702,40 +707,95 @@ fn ports_eval(
 pub(crate) struct Fused(Plan);
 
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Plan {
     /// No step: every packet matches.
     True,
     /// `[ipv4-l4 with the fragment test, ports with 2 to 8 values]`: `ip
     /// and tcp port (a or b ...)`, in SIMD lanes.
-    /// `first` as in [`Op::Ports`] (boxed: only tested on cut packets).
-    L4PortsLanes {
-        eth_at: u32,
-        proto_at: u32,
-        proto: u32,
-        frag_at: u32,
-        ihl_at: u32,
-        offs: [u32; 2],
-        lanes: U32x8,
-        negate: bool,
-        first: Option<Box<PCmp>>,
-    },
+    L4PortsLanes(L4PortsLanes),
     /// `[ipv4-l4, ports]` with any comparison.
-    L4Ports {
-        eth_at: u32,
-        proto_at: u32,
-        proto: u32,
-        frag_at: Option<u32>,
-        ihl_at: u32,
-        offs: [u32; 2],
-        cmp: PCmp,
-        negate: bool,
-        first: Option<PCmp>,
-    },
+    L4Ports(Box<L4Ports>),
     /// One step.
     One(Op),
     /// Any other pass: its steps in a row (runs of negated set tests fused
     /// into [`Op::NoneOf`]), with no copied-mark bookkeeping.
     Straight(Box<[Op]>),
+}
+
+/// [`Plan::L4PortsLanes`].
+#[derive(Clone, Debug)]
+struct L4PortsLanes {
+    eth_at: u32,
+    proto_at: u32,
+    proto: u32,
+    frag_at: u32,
+    ihl_at: u32,
+    offs: [u32; 2],
+    lanes: U32x8,
+    negate: bool,
+    /// As in [`Op::Ports`] (boxed: only tested on cut packets).
+    first: Option<Box<PCmp>>,
+}
+
+impl L4PortsLanes {
+    #[inline(always)]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        let p = &mut Pkt::new(data, wire_len);
+        if !matches!(ipv4_l4_eval(p, self.eth_at, self.proto_at, self.proto, Some(self.frag_at)), Ok(true)) {
+            return false;
+        }
+        let Ok(h) = p.ihl(self.ihl_at) else { return false };
+        let (a, b) = (h + u64::from(self.offs[0]), h + u64::from(self.offs[1]));
+        match (p.load(a, Size::Half), p.load(b, Size::Half)) {
+            (Ok(x), Ok(y)) => self.lanes.contains_either(x, y) != self.negate,
+            (Ok(x), Err(Abort)) => {
+                !self.negate && self.first.as_deref().map_or_else(|| self.lanes.contains(x), |a1| a1.test(x))
+            }
+            (Err(Abort), _) => false,
+        }
+    }
+}
+
+/// [`Plan::L4Ports`].
+#[derive(Clone, Debug)]
+struct L4Ports {
+    eth_at: u32,
+    proto_at: u32,
+    proto: u32,
+    frag_at: Option<u32>,
+    ihl_at: u32,
+    offs: [u32; 2],
+    cmp: PCmp,
+    negate: bool,
+    first: Option<PCmp>,
+}
+
+impl L4Ports {
+    #[inline(always)]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        let p = &mut Pkt::new(data, wire_len);
+        matches!(ipv4_l4_eval(p, self.eth_at, self.proto_at, self.proto, self.frag_at), Ok(true))
+            && matches!(ports_eval(p, self.ihl_at, self.offs, &self.cmp, self.negate, self.first.as_ref()), Ok(true))
+    }
+}
+
+/// A one-step plan's verdict.
+#[inline(always)]
+fn one_matches(op: &Op, data: &[u8], wire_len: u32) -> bool {
+    matches!(op.eval(&mut Pkt::new(data, wire_len)), Ok(true))
+}
+
+/// A straight plan's verdict: every step holds, in order.
+#[inline(always)]
+fn straight_matches(ops: &[Op], data: &[u8], wire_len: u32) -> bool {
+    let p = &mut Pkt::new(data, wire_len);
+    for op in ops {
+        if !matches!(op.eval(p), Ok(true)) {
+            return false;
+        }
+    }
+    true
 }
 
 impl Fused {
@@ -749,7 +809,7 @@ impl Fused {
             [] => Plan::True,
             [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate, first }, .. }] => {
                 match (frag_at, cmp) {
-                    (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes {
+                    (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes(L4PortsLanes {
                         eth_at: *eth_at,
                         proto_at: *proto_at,
                         proto: *proto,
@@ -759,8 +819,8 @@ impl Fused {
                         lanes: *lanes,
                         negate: *negate,
                         first: first.clone().map(Box::new),
-                    },
-                    _ => Plan::L4Ports {
+                    }),
+                    _ => Plan::L4Ports(Box::new(L4Ports {
                         eth_at: *eth_at,
                         proto_at: *proto_at,
                         proto: *proto,
@@ -770,7 +830,7 @@ impl Fused {
                         cmp: cmp.clone(),
                         negate: *negate,
                         first: first.clone(),
-                    },
+                    })),
                 }
             }
             [one] => Plan::One(one.op.clone()),
@@ -784,25 +844,13 @@ impl Fused {
     pub(crate) fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         match &self.0 {
             Plan::True => true,
-            Plan::L4PortsLanes { eth_at, proto_at, proto, frag_at, ihl_at, offs, lanes, negate, first } => {
-                let p = &mut Pkt::new(data, wire_len);
-                if !matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, Some(*frag_at)), Ok(true)) {
-                    return false;
-                }
-                let Ok(h) = p.ihl(*ihl_at) else { return false };
-                let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
-                match (p.load(a, Size::Half), p.load(b, Size::Half)) {
-                    (Ok(x), Ok(y)) => lanes.contains_either(x, y) != *negate,
-                    (Ok(x), Err(Abort)) => !*negate && first.as_deref().map_or_else(|| lanes.contains(x), |a1| a1.test(x)),
-                    (Err(Abort), _) => false,
-                }
-            }
-            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => self.matches_other(data, wire_len),
+            Plan::L4PortsLanes(l) => l.matches(data, wire_len),
+            Plan::L4Ports(_) | Plan::One(_) | Plan::Straight(_) => self.matches_other(data, wire_len),
         }
     }
 
     /// [`crate::Program::for_each_verdict`] for this program: the plan is
-    /// chosen once, and the common ones run inline in the loop.
+    /// chosen once, outside the loop, and runs inline in it.
     #[inline(always)]
     pub(crate) fn for_each_verdict<T>(
         &self,
@@ -812,32 +860,23 @@ impl Fused {
     ) {
         match &self.0 {
             Plan::True => (0..items.len()).for_each(|i| verdict(i, true)),
-            Plan::L4PortsLanes { .. } => crate::batch(items, packet, verdict, |d, w| self.matches(d, w)),
-            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => {
-                crate::batch(items, packet, verdict, |d, w| self.matches_other(d, w))
-            }
+            Plan::L4PortsLanes(l) => batch!(items, packet, verdict, |d, w| l.matches(d, w)),
+            Plan::L4Ports(l) => batch!(items, packet, verdict, |d, w| l.matches(d, w)),
+            Plan::One(op) => batch!(items, packet, verdict, |d, w| one_matches(op, d, w)),
+            Plan::Straight(ops) => batch!(items, packet, verdict, |d, w| straight_matches(ops, d, w)),
         }
     }
 
+    /// The plans [`Fused::matches`] keeps out of line (the per-packet
+    /// entry point stays small).
     #[inline(never)]
     fn matches_other(&self, data: &[u8], wire_len: u32) -> bool {
-        let p = &mut Pkt::new(data, wire_len);
         match &self.0 {
-            Plan::L4Ports { eth_at, proto_at, proto, frag_at, ihl_at, offs, cmp, negate, first } => {
-                matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at), Ok(true))
-                    && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()), Ok(true))
-            }
-            Plan::One(op) => matches!(op.eval(p), Ok(true)),
-            Plan::Straight(ops) => {
-                for op in ops.iter() {
-                    if !matches!(op.eval(p), Ok(true)) {
-                        return false;
-                    }
-                }
-                true
-            }
             Plan::True => true,
-            Plan::L4PortsLanes { .. } => self.matches(data, wire_len),
+            Plan::L4PortsLanes(l) => l.matches(data, wire_len),
+            Plan::L4Ports(l) => l.matches(data, wire_len),
+            Plan::One(op) => one_matches(op, data, wire_len),
+            Plan::Straight(ops) => straight_matches(ops, data, wire_len),
         }
     }
 }

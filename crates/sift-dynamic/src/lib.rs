@@ -59,6 +59,26 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The batch loop: `$body` (the verdict of the packet `$data`,
+/// `$wire_len`) on every item of `$items` in order, handing `(index,
+/// verdict)` to `$verdict`, while the headers of the packet
+/// [`PREFETCH_AHEAD`] places further are prefetched. A macro, not a
+/// function taking a closure: the body (calls of `inline(always)`
+/// functions) is then compiled into the loop itself, with no call per
+/// packet.
+macro_rules! batch {
+    ($items:expr, $packet:expr, $verdict:expr, |$data:ident, $wire_len:ident| $body:expr) => {{
+        let (items, packet, mut verdict) = ($items, $packet, $verdict);
+        for (i, item) in items.iter().enumerate() {
+            if let Some(ahead) = items.get(i + $crate::PREFETCH_AHEAD) {
+                sift_jit::simd::prefetch(packet(ahead).0);
+            }
+            let ($data, $wire_len): (&[u8], u32) = packet(item);
+            verdict(i, $body);
+        }
+    }};
+}
+
 mod exec;
 mod list;
 mod model;
@@ -269,9 +289,9 @@ impl Program {
         match &head.fused {
             Some(f) => f.for_each_verdict(items, packet, verdict),
             None if head.single && !head.more => {
-                batch(items, packet, verdict, |d, w| Self::matches_inline(head, d, w))
+                batch!(items, packet, verdict, |d, w| Self::matches_inline(head, d, w))
             }
-            None => batch(items, packet, verdict, |d, w| self.matches_passes(head, d, w)),
+            None => batch!(items, packet, verdict, |d, w| self.matches_passes(head, d, w)),
         }
     }
 
@@ -373,24 +393,6 @@ impl Program {
 
 /// How many packets ahead a batch loop prefetches (the JIT's distance).
 pub const PREFETCH_AHEAD: usize = sift_jit::PREFETCH_AHEAD;
-
-/// The batch loop: `matches` on every item in order, the headers of the
-/// packet [`PREFETCH_AHEAD`] places further prefetched meanwhile.
-#[inline(always)]
-pub(crate) fn batch<T>(
-    items: &[T],
-    packet: impl Fn(&T) -> (&[u8], u32),
-    mut verdict: impl FnMut(usize, bool),
-    matches: impl Fn(&[u8], u32) -> bool,
-) {
-    for (i, item) in items.iter().enumerate() {
-        if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
-            sift_jit::simd::prefetch(packet(ahead).0);
-        }
-        let (data, wire_len) = packet(item);
-        verdict(i, matches(data, wire_len));
-    }
-}
 
 /// A listing: one line per pass, then one per instruction with its kind,
 /// a `*` when marked copied, and its expression text.
