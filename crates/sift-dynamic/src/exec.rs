@@ -329,19 +329,19 @@ enum Op {
     /// `u16[eth_at] == 0x800 and u8[proto_at] == proto [and u16[frag_at] &
     /// 0x1fff == 0]`, fused.
     Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
-    All(Box<[PAtom]>),
-    Any(Box<[PAtom]>),
+    All(Arc<[PAtom]>),
+    Any(Arc<[PAtom]>),
     /// Alternatives whose conjunctions all start with `key == k` on the same
     /// field (`host X`: ethertype 0x800 and src, 0x800 and dst, 0x806 and
     /// ..., 0x8035 and ...): the key is loaded once (every conjunction would
     /// load the same bytes first, with the same outcome), and a conjunction
     /// whose `k` differs fails with no load.
-    Keyed { key: PField, arms: Box<[(u32, Box<[PAtom]>)]> },
-    Alternatives(Box<[Box<[PAtom]>]>),
+    Keyed { key: PField, arms: Arc<[(u32, Arc<[PAtom]>)]> },
+    Alternatives(Arc<[Arc<[PAtom]>]>),
     /// Alternatives of single tests ("escapes") then a last conjunction of
     /// the [`NoneOf`] shape: `not tcp port (80 or 25)` after `ip` is
     /// `proto != 6 or fragment or none of the ports`.
-    Unless { escapes: Box<[PAtom]>, rest: NoneOf },
+    Unless { escapes: Arc<[PAtom]>, rest: NoneOf },
     /// [`Op::Unless`] with the escapes `u8[proto_at] != proto` and
     /// `u16[frag_at] & 0x1fff != 0`: `not tcp port (...)` after `ip`.
     UnlessL4 { proto_at: u32, proto: u32, frag_at: u32, rest: NoneOf },
@@ -631,7 +631,7 @@ fn keyed(alts: &[Vec<Atom>]) -> Option<Op> {
         };
         arms.push((k, rest.iter().map(PAtom::new).collect()));
     }
-    Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into_boxed_slice() })
+    Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into() })
 }
 
 /// [`Op::Unless`], when every alternative but the last is one test and
@@ -662,7 +662,7 @@ fn unless(alts: &[Vec<Atom>]) -> Option<Op> {
             return Some(Op::UnlessL4 { proto_at, proto, frag_at, rest });
         }
     }
-    Some(Op::Unless { escapes: escapes.into_boxed_slice(), rest })
+    Some(Op::Unless { escapes: escapes.into(), rest })
 }
 
 /// [`Op::Ipv4L4`].
@@ -952,9 +952,14 @@ impl Step {
         Step { op: Op::new(i), copied }
     }
 
+    /// The same step with the copied mark `copied`.
+    pub(crate) fn marked(&self, copied: bool) -> Step {
+        Step { op: self.op.clone(), copied }
+    }
+
     /// A step that holds and loads nothing.
     pub(crate) fn always() -> Step {
-        Step { op: Op::All(Box::new([])), copied: false }
+        Step { op: Op::All(Arc::new([])), copied: false }
     }
 
     #[inline(always)]
@@ -1236,5 +1241,13 @@ mod tests {
                 }
             }
         }
+    }
+}
+#[cfg(test)]
+mod size_tmp {
+    #[test]
+    fn sizes() {
+        use super::*;
+        eprintln!("Op {} Step {} PCmp {} PField {} NoneOf {} Pair {} Rest {} Loc {} PAtom {} Plan {}", std::mem::size_of::<Op>(), std::mem::size_of::<Step>(), std::mem::size_of::<PCmp>(), std::mem::size_of::<PField>(), std::mem::size_of::<NoneOf>(), std::mem::size_of::<Pair>(), std::mem::size_of::<Rest>(), std::mem::size_of::<Loc>(), std::mem::size_of::<PAtom>(), std::mem::size_of::<Plan>());
     }
 }

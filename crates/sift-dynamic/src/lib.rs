@@ -151,6 +151,22 @@ impl Pass {
         Pass { instrs, copied, steps }
     }
 
+    /// This pass with `instrs` and `copied` marks, where only instruction
+    /// `changed` (if any) differs from this pass's: the other steps are
+    /// copied (their tables shared), not prepared again.
+    fn rebuild(&self, instrs: Vec<Arc<Instr>>, copied: Vec<bool>, changed: Option<usize>) -> Pass {
+        let steps = instrs
+            .iter()
+            .zip(&copied)
+            .enumerate()
+            .map(|(k, (i, &c))| match self.steps.get(k) {
+                Some(s) if Some(k) != changed => s.marked(c),
+                _ => Step::new(i, c),
+            })
+            .collect();
+        Pass { instrs, copied, steps }
+    }
+
     /// The instructions, in evaluation order.
     pub fn instrs(&self) -> impl ExactSizeIterator<Item = &Instr> {
         self.instrs.iter().map(|i| &**i)
@@ -209,8 +225,10 @@ pub struct Program {
     /// Copies of the first pass's first steps, held inline: the packet's
     /// first loads then depend on no pointer chase through the pass list,
     /// and a one-pass filter of up to [`HEAD`] instructions runs from here
-    /// alone. `None` without passes.
-    head: Option<Head>,
+    /// alone. `None` without passes. Shared with the previous snapshot
+    /// when an update left the first pass (and whether it is the only one)
+    /// as it was.
+    head: Option<Arc<Head>>,
     /// How the printed form addresses packet offsets (from the link type).
     origin: Origin,
     /// Runs of passes starting with `host X` tests for different `X`,
@@ -476,13 +494,24 @@ pub struct DynamicFilter {
     linktype: LinkType,
     current: Arc<Program>,
     shared: Arc<ArcSwap<Program>>,
+    /// Inside [`DynamicFilter::atomically`]: the passes as edited so far,
+    /// not yet published.
+    staged: Option<List<Pass>>,
+    /// Inside [`DynamicFilter::atomically`].
+    batching: bool,
 }
 
 impl DynamicFilter {
     /// An empty filter (no pass: rejects everything).
     pub fn new(linktype: LinkType) -> DynamicFilter {
         let current = Arc::new(Program { origin: Origin::of(linktype), ..Program::default() });
-        DynamicFilter { linktype, shared: Arc::new(ArcSwap::new(current.clone())), current }
+        DynamicFilter {
+            linktype,
+            shared: Arc::new(ArcSwap::new(current.clone())),
+            current,
+            staged: None,
+            batching: false,
+        }
     }
 
     /// Translates `expr` (compiled for `linktype`) into passes, or says what
@@ -554,25 +583,80 @@ impl DynamicFilter {
         self.current.to_expr()
     }
 
-    /// Number of passes.
+    /// Number of passes (inside [`DynamicFilter::atomically`]: as edited
+    /// so far).
     pub fn pass_count(&self) -> usize {
-        self.current.passes.len()
+        self.passes_now().len()
     }
 
-    /// Pass `index`.
+    /// Pass `index` (inside [`DynamicFilter::atomically`]: as edited so
+    /// far).
     pub fn pass(&self, index: usize) -> Option<&Pass> {
-        self.current.passes.get(index).map(|p| &**p)
+        self.passes_now().get(index).map(|p| &**p)
+    }
+
+    /// Runs `edits` (any of the update methods, any number of times) and
+    /// publishes their result as one snapshot: readers see every edit or
+    /// none, and the filter is published once (a server's IPv4 and IPv6
+    /// passes following a new data port together cost one publication). If
+    /// `edits` fails, none of its edits is kept. Nested calls join the
+    /// outer one. Between the edits, [`DynamicFilter::pass`] and
+    /// [`DynamicFilter::pass_count`] show the filter as edited so far; the
+    /// snapshot ([`DynamicFilter::program`], [`DynamicFilter::matches`])
+    /// stays the published one until the end.
+    pub fn atomically<R>(&mut self, edits: impl FnOnce(&mut DynamicFilter) -> Result<R, Error>) -> Result<R, Error> {
+        if self.batching {
+            return edits(self);
+        }
+        self.batching = true;
+        let r = edits(self);
+        self.batching = false;
+        let staged = self.staged.take();
+        if let (Ok(_), Some(passes)) = (&r, staged) {
+            self.publish(passes);
+        }
+        r
+    }
+
+    /// The passes edits apply to: the staged ones inside
+    /// [`DynamicFilter::atomically`], else the published ones.
+    fn passes_now(&self) -> &List<Pass> {
+        self.staged.as_ref().unwrap_or(&self.current.passes)
+    }
+
+    /// The passes to edit: the staged list itself, or a copy of the
+    /// published one (chunk pointers only).
+    fn take_passes(&mut self) -> List<Pass> {
+        self.staged.take().unwrap_or_else(|| self.current.passes.clone())
+    }
+
+    /// Publishes edited passes, or stages them inside
+    /// [`DynamicFilter::atomically`].
+    fn commit(&mut self, passes: List<Pass>) {
+        if self.batching {
+            self.staged = Some(passes);
+        } else {
+            self.publish(passes);
+        }
     }
 
     fn publish(&mut self, passes: List<Pass>) {
-        let head = Head::new(&passes);
+        let old = &self.current;
+        let same_first = match (passes.get(0), old.passes.get(0)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && (passes.len() == 1) == (old.passes.len() == 1),
+            _ => false,
+        };
+        let head = match &old.head {
+            Some(h) if same_first => Some(h.clone()),
+            _ => Head::new(&passes).map(Arc::new),
+        };
         let p = Arc::new(Program { passes, head, origin: Origin::of(self.linktype), index: Default::default() });
         self.shared.store(p.clone());
         self.current = p;
     }
 
     fn check_pass(&self, pass: usize) -> Result<&Pass, Error> {
-        self.current.passes.get(pass).map(|p| &**p).ok_or(Error::NoSuchPass(pass))
+        self.passes_now().get(pass).map(|p| &**p).ok_or(Error::NoSuchPass(pass))
     }
 
     /// Recomputes the marks of pass `at` (relative to `at - 1`) after a
@@ -582,7 +666,7 @@ impl DynamicFilter {
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         let m = marks(&p.instrs, prev);
         if m != p.copied {
-            let np = Pass::build(p.instrs.clone(), m);
+            let np = p.rebuild(p.instrs.clone(), m, None);
             passes.set(at, Arc::new(np));
         }
     }
@@ -593,7 +677,7 @@ impl DynamicFilter {
         if at > self.pass_count() {
             return Err(Error::NoSuchPass(at));
         }
-        let mut passes = self.current.passes.clone();
+        let mut passes = self.take_passes();
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         // An instruction equal to the previous pass's at the same position
         // shares it (and gets the copied mark): a pass added after its
@@ -611,17 +695,17 @@ impl DynamicFilter {
         let pass = Pass::new(instrs, prev);
         passes.insert(at, Arc::new(pass));
         Self::relink(&mut passes, at + 1);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
     /// Deletes pass `at`.
     pub fn delete_pass(&mut self, at: usize) -> Result<(), Error> {
         self.check_pass(at)?;
-        let mut passes = self.current.passes.clone();
+        let mut passes = self.take_passes();
         passes.remove(at);
         Self::relink(&mut passes, at);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
@@ -629,11 +713,11 @@ impl DynamicFilter {
     /// instruction marked copied. Returns the copy's index.
     pub fn duplicate_pass(&mut self, at: usize) -> Result<usize, Error> {
         let p = self.check_pass(at)?;
-        let copy = Pass::build(p.instrs.clone(), vec![true; p.instrs.len()]);
-        let mut passes = self.current.passes.clone();
+        let copy = p.rebuild(p.instrs.clone(), vec![true; p.instrs.len()], None);
+        let mut passes = self.take_passes();
         passes.insert(at + 1, Arc::new(copy));
         Self::relink(&mut passes, at + 2);
-        self.publish(passes);
+        self.commit(passes);
         Ok(at + 1)
     }
 
@@ -654,10 +738,11 @@ impl DynamicFilter {
         instrs[instr] = Arc::new(new);
         let mut copied = p.copied.clone();
         copied[instr] = false;
-        let mut passes = self.current.passes.clone();
-        passes.set(pass, Arc::new(Pass::build(instrs, copied)));
+        let rebuilt = p.rebuild(instrs, copied, Some(instr));
+        let mut passes = self.take_passes();
+        passes.set(pass, Arc::new(rebuilt));
         Self::relink(&mut passes, pass + 1);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
