@@ -10,10 +10,8 @@
 //! - 2 to [`SMALL_SET`](crate::SMALL_SET) values: **SIMD** lanes (on x86-64
 //!   two SSE2 registers compared against the broadcast field, see
 //!   [`sift_jit::simd::U32x8`]);
-//! - up to [`Buckets::MAX`] values: buckets of four slots, every value in
-//!   the bucket its hash picks (a multiply, a shift, four compares, no
-//!   branch);
-//! - more: the set's [`HashTable`] (a multiply, a shift, a probe or two);
+//! - more: the set's own [`HashTable`], shared, not rebuilt (a multiply, a
+//!   shift, four slots compared at once);
 //! - IPv4 + protocol + not a fragment: one fused step;
 //! - `not tcp port (a or b ...)` after `ip` (alternatives: not the
 //!   protocol, a fragment, none of the ports): one `unless-l4` step.
@@ -141,7 +139,6 @@ enum PCmp {
     Never,
     Eq(u32),
     Lanes(U32x8),
-    Buckets(Arc<Buckets>),
     Table(Arc<HashTable>),
     Range(u32, u32),
     Gt(u32),
@@ -157,10 +154,8 @@ impl PCmp {
                 [k] => PCmp::Eq(k),
                 _ => U32x8::new(v).map_or_else(|| PCmp::new(&Cmp::In(ValueSet::Large(Arc::new(table_of(v))))), PCmp::Lanes),
             },
-            Cmp::In(ValueSet::Large(t)) => match Buckets::new(t) {
-                Some(b) => PCmp::Buckets(Arc::new(b)),
-                None => PCmp::Table(t.clone()),
-            },
+            // The set's own table, shared: preparing the step is O(1).
+            Cmp::In(ValueSet::Large(t)) => PCmp::Table(t.clone()),
             Cmp::Range(lo, hi) => PCmp::Range(*lo, *hi),
             Cmp::Gt(k) => PCmp::Gt(*k),
             Cmp::Ge(k) => PCmp::Ge(*k),
@@ -174,7 +169,6 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => v == *k,
             PCmp::Lanes(l) => l.contains(v),
-            PCmp::Buckets(b) => b.contains(v),
             PCmp::Table(t) => t.contains(v),
             PCmp::Range(lo, hi) => *lo <= v && v <= *hi,
             PCmp::Gt(k) => v > *k,
@@ -191,7 +185,6 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => (x == *k) | (y == *k),
             PCmp::Lanes(l) => l.contains_either(x, y),
-            PCmp::Buckets(b) => b.contains(x) | b.contains(y),
             PCmp::Table(t) => t.contains(x) | t.contains(y),
             PCmp::Range(lo, hi) => (*lo <= x) & (x <= *hi) | (*lo <= y) & (y <= *hi),
             PCmp::Gt(k) => (x > *k) | (y > *k),
@@ -206,73 +199,10 @@ impl PCmp {
             PCmp::Eq(_) => "eq",
             PCmp::Lanes(_) if U32x8::IS_SIMD => "simd-sse2",
             PCmp::Lanes(_) => "lanes",
-            PCmp::Buckets(_) => "buckets",
             PCmp::Table(_) => "hash",
             PCmp::Range(..) => "range",
             PCmp::Gt(_) | PCmp::Ge(_) => "order",
             PCmp::AnyBits(_) => "bits",
-        }
-    }
-}
-
-/// A medium set (up to [`Buckets::MAX`] values) as buckets of four slots,
-/// every value in the bucket its hash picks: membership is a multiply, a
-/// shift and four compares of one 16-byte bucket, with no branch and no
-/// probe sequence. Free slots repeat a member of the set (never a false
-/// hit). Built when the step is prepared: O(set size), bounded by `MAX`.
-#[derive(Clone, Debug)]
-pub(crate) struct Buckets {
-    buckets: Box<[[u32; 4]]>,
-    /// `32 - log2(buckets.len())`.
-    shift: u32,
-}
-
-impl Buckets {
-    /// The largest set held in buckets (larger ones stay hash tables, so
-    /// that preparing a step stays cheap).
-    pub(crate) const MAX: usize = 64;
-
-    fn new(t: &HashTable) -> Option<Buckets> {
-        let n = t.len();
-        let fill = t.iter().next()?;
-        if n > Self::MAX {
-            return None;
-        }
-        // Start at about two values per bucket; double until none overflows.
-        let mut count = n.div_ceil(2).next_power_of_two().max(2);
-        while count <= 4 * Self::MAX {
-            let shift = 32 - count.trailing_zeros();
-            let mut buckets = vec![[fill; 4]; count];
-            let mut used = vec![0u8; count];
-            let mut ok = true;
-            for v in t.iter() {
-                let i = Self::index(v, shift);
-                let u = &mut used[i];
-                if *u == 4 {
-                    ok = false;
-                    break;
-                }
-                buckets[i][usize::from(*u)] = v;
-                *u += 1;
-            }
-            if ok {
-                return Some(Buckets { buckets: buckets.into_boxed_slice(), shift });
-            }
-            count *= 2;
-        }
-        None
-    }
-
-    #[inline(always)]
-    fn index(v: u32, shift: u32) -> usize {
-        (v.wrapping_mul(0x9e37_79b9) >> shift) as usize
-    }
-
-    #[inline(always)]
-    fn contains(&self, v: u32) -> bool {
-        match self.buckets.get(Self::index(v, self.shift)) {
-            Some(b) => (b[0] == v) | (b[1] == v) | (b[2] == v) | (b[3] == v),
-            None => false,
         }
     }
 }
@@ -1207,47 +1137,5 @@ impl HostIndex {
             }
         }
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_hold_exactly_the_set() {
-        let mut x = 7u32;
-        for n in [1usize, 9, 20, 38, 63, 64, 65] {
-            for round in 0..20u32 {
-                let mut t = HashTable::with_capacity(n);
-                let mut vals = Vec::new();
-                while vals.len() < n {
-                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                    // Dense small values in some rounds (many equal hashes' low bits).
-                    let v = if round % 2 == 0 { x >> 8 } else { (x >> 16) % 200 };
-                    if t.insert(v) {
-                        vals.push(v);
-                    }
-                }
-                let Some(b) = Buckets::new(&t) else {
-                    assert!(n > Buckets::MAX, "{n} values not in buckets");
-                    continue;
-                };
-                for &v in &vals {
-                    assert!(b.contains(v));
-                }
-                for probe in (0..2000).chain(vals.iter().map(|v| v.wrapping_add(1))) {
-                    assert_eq!(b.contains(probe), t.contains(probe), "{probe} in {vals:?}");
-                }
-            }
-        }
-    }
-}
-#[cfg(test)]
-mod size_tmp {
-    #[test]
-    fn sizes() {
-        use super::*;
-        eprintln!("Op {} Step {} PCmp {} PField {} NoneOf {} Pair {} Rest {} Loc {} PAtom {} Plan {}", std::mem::size_of::<Op>(), std::mem::size_of::<Step>(), std::mem::size_of::<PCmp>(), std::mem::size_of::<PField>(), std::mem::size_of::<NoneOf>(), std::mem::size_of::<Pair>(), std::mem::size_of::<Rest>(), std::mem::size_of::<Loc>(), std::mem::size_of::<PAtom>(), std::mem::size_of::<Plan>());
     }
 }

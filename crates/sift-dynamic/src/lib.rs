@@ -180,8 +180,7 @@ impl Pass {
 
     /// How the packet path runs each instruction: `eq` (one value),
     /// `simd-sse2` (2 to [`SMALL_SET`] values in SIMD lanes; `lanes` off
-    /// x86-64), `buckets` (up to 64 values, branch-free buckets), `hash`
-    /// (a larger set), `ipv4-l4` (the fused IPv4 + protocol +
+    /// x86-64), `hash` (a larger set: its hash table), `ipv4-l4` (the fused IPv4 + protocol +
     /// not-a-fragment test), `either/...`, `all(...)`, `any(...)`,
     /// `alternatives(...)`, `unless(...)` / `unless-l4(...)` (alternatives
     /// of single tests, then none of a field pair's values), `range`,
