@@ -253,9 +253,9 @@ enum Op {
     /// `ihl` from the IPv4 header at `ihl_at`: `port` sets.
     /// `first`: a merged instruction's first values ([`Instr::Either`]),
     /// within `cmp`, deciding alone when the second field is out of bounds.
-    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
+    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool, first: Option<Box<PCmp>> },
     Test(PAtom),
-    Either { fields: [PField; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
+    Either { fields: [PField; 2], cmp: PCmp, negate: bool, first: Option<Box<PCmp>> },
     /// `u16[eth_at] == 0x800 and u8[proto_at] == proto [and u16[frag_at] &
     /// 0x1fff == 0]`, fused.
     Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
@@ -293,14 +293,16 @@ struct NoneOf {
 }
 
 /// How [`NoneOf`] loads its two fields.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 #[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Pair {
     /// Unmasked words at fixed offsets (`ip src`, `ip dst`).
     Direct32([u32; 2]),
     /// Unmasked halfwords past the IPv4 header (ports).
     Ipv4Half { ihl_at: u32, offs: [u32; 2] },
-    Fields([PField; 2]),
+    /// Any other two fields (boxed, as the rarer forms below: steps stay
+    /// small, so that updates move and allocate less).
+    Fields(Box<[PField; 2]>),
 }
 
 /// What [`NoneOf`] tests once both fields are loaded.
@@ -309,7 +311,8 @@ enum Pair {
 enum Rest {
     /// `G = F` and `A` within it: `f in F or g in F`.
     Same(PCmp),
-    Apart { gs: PCmp, fs: PCmp },
+    /// `f in A or g in G or f in F`: `[G, F]`.
+    Apart(Box<[PCmp; 2]>),
 }
 
 impl NoneOf {
@@ -335,7 +338,7 @@ impl NoneOf {
         let rest = if same {
             Rest::Same(PCmp::new(&ga.cmp))
         } else {
-            Rest::Apart { gs: PCmp::new(&ga.cmp), fs: fs.map_or(PCmp::Never, PCmp::new) }
+            Rest::Apart(Box::new([PCmp::new(&ga.cmp), fs.map_or(PCmp::Never, PCmp::new)]))
         };
         let (f, g) = (PField::new(&fa.field), PField::new(&ga.field));
         let loads = match (f, g) {
@@ -347,7 +350,7 @@ impl NoneOf {
                 PField { loc: Loc::Ipv4 { ihl_at: a0, offset: o0 }, size: Size::Half, mask: u32::MAX },
                 PField { loc: Loc::Ipv4 { ihl_at: a1, offset: o1 }, size: Size::Half, mask: u32::MAX },
             ) if a0 == a1 => Pair::Ipv4Half { ihl_at: a0, offs: [o0, o1] },
-            _ => Pair::Fields([f, g]),
+            _ => Pair::Fields(Box::new([f, g])),
         };
         Some(NoneOf { loads, a: PCmp::new(&fa.cmp), rest })
     }
@@ -364,7 +367,8 @@ impl NoneOf {
                 let x = p.load(h + u64::from(*o0), Size::Half)?;
                 (x, p.load(h + u64::from(*o1), Size::Half))
             }
-            Pair::Fields([f, g]) => {
+            Pair::Fields(fg) => {
+                let [f, g] = &**fg;
                 let x = f.read(p)?;
                 (x, g.read(p))
             }
@@ -373,7 +377,7 @@ impl NoneOf {
             // Both loaded: the same verdict with every test run.
             Ok(y) => Ok(!match &self.rest {
                 Rest::Same(c) => c.test_either(x, y),
-                Rest::Apart { gs, fs } => self.a.test(x) | gs.test(y) | fs.test(x),
+                Rest::Apart(gf) => self.a.test(x) | gf[0].test(y) | gf[1].test(x),
             }),
             // `x in A` holds before `g` is loaded; otherwise `g` aborts.
             Err(Abort) if self.a.test(x) => Ok(false),
@@ -384,7 +388,7 @@ impl NoneOf {
     fn kind(&self) -> String {
         match &self.rest {
             Rest::Same(c) => format!("none-of/{}", c.kind()),
-            Rest::Apart { gs, fs } => format!("none-of({},{},{})", self.a.kind(), gs.kind(), fs.kind()),
+            Rest::Apart(gf) => format!("none-of({},{},{})", self.a.kind(), gf[0].kind(), gf[1].kind()),
         }
     }
 }
@@ -410,7 +414,7 @@ impl Op {
                     (Some(a1), Cmp::In(s)) => a1.sorted().into_iter().all(|v| s.contains(v)),
                     (Some(_), _) => false,
                 };
-                let first = first.as_ref().map(|a1| PCmp::new(&Cmp::In(a1.clone())));
+                let first = first.as_ref().map(|a1| Box::new(PCmp::new(&Cmp::In(a1.clone()))));
                 match (f0, f1, &cmp) {
                     (
                         PField { loc: Loc::Direct(o0), size: Size::Word, mask: m0 },
@@ -444,7 +448,7 @@ impl Op {
                     || p.load(u64::from(offs[1]), Size::Word)? & mask == *k;
                 Ok(hit != *negate)
             }
-            Op::Ports { ihl_at, offs, cmp, negate, first } => ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()),
+            Op::Ports { ihl_at, offs, cmp, negate, first } => ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_deref()),
             Op::Test(a) => a.eval(p),
             Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at),
             Op::Either { fields, cmp, negate, first: None } => {
@@ -698,7 +702,7 @@ struct L4Ports {
     offs: [u32; 2],
     cmp: PCmp,
     negate: bool,
-    first: Option<PCmp>,
+    first: Option<Box<PCmp>>,
 }
 
 impl L4Ports {
@@ -706,7 +710,7 @@ impl L4Ports {
     fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         let p = &mut Pkt::new(data, wire_len);
         matches!(ipv4_l4_eval(p, self.eth_at, self.proto_at, self.proto, self.frag_at), Ok(true))
-            && matches!(ports_eval(p, self.ihl_at, self.offs, &self.cmp, self.negate, self.first.as_ref()), Ok(true))
+            && matches!(ports_eval(p, self.ihl_at, self.offs, &self.cmp, self.negate, self.first.as_deref()), Ok(true))
     }
 }
 
@@ -748,7 +752,7 @@ impl Fused {
                         offs: *offs,
                         lanes: *lanes,
                         negate: *negate,
-                        first: first.clone().map(Box::new),
+                        first: first.clone(),
                     }),
                     _ => Plan::L4Ports(Box::new(L4Ports {
                         eth_at: *eth_at,
