@@ -28,7 +28,7 @@
 
 use std::sync::Arc;
 
-use sift_jit::simd::U32x8;
+use sift_jit::simd::{U16Pairs, U32x8};
 
 use crate::model::{layered_len, Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet};
 use crate::Pass;
@@ -58,6 +58,16 @@ impl<'a> Pkt<'a> {
         self.ihl_at = u64::from(at);
         self.ihl = u64::from(b & 0xf) * 4;
         Ok(self.ihl)
+    }
+
+    /// The four bytes at `at`, if captured.
+    #[inline(always)]
+    fn bytes4(&self, at: u64) -> Option<[u8; 4]> {
+        let at = usize::try_from(at).ok()?;
+        match self.data.get(at..at.wrapping_add(4)) {
+            Some(&[a, b, c, d]) => Some([a, b, c, d]),
+            _ => None,
+        }
     }
 
     #[inline(always)]
@@ -311,6 +321,9 @@ enum Pair {
 enum Rest {
     /// `G = F` and `A` within it: `f in F or g in F`.
     Same(PCmp),
+    /// [`Rest::Same`] on adjacent halfwords (ports), `F` of at most
+    /// eight values: both tested in one go from a 4-byte load.
+    Halves(U16Pairs),
     /// `f in A or g in G or f in F`: `[G, F]`.
     Apart(Box<[PCmp; 2]>),
 }
@@ -352,6 +365,16 @@ impl NoneOf {
             ) if a0 == a1 => Pair::Ipv4Half { ihl_at: a0, offs: [o0, o1] },
             _ => Pair::Fields(Box::new([f, g])),
         };
+        // Adjacent halfwords (source and destination port) tested together.
+        let rest = match (&loads, rest) {
+            (Pair::Ipv4Half { offs: [o0, o1], .. }, Rest::Same(PCmp::Lanes(lanes))) => {
+                match U16Pairs::new(&sg.sorted()).filter(|_| o0.abs_diff(*o1) == 2) {
+                    Some(pairs) => Rest::Halves(pairs),
+                    None => Rest::Same(PCmp::Lanes(lanes)),
+                }
+            }
+            (_, rest) => rest,
+        };
         Some(NoneOf { loads, a: PCmp::new(&fa.cmp), rest })
     }
 
@@ -364,6 +387,12 @@ impl NoneOf {
             }
             Pair::Ipv4Half { ihl_at, offs: [o0, o1] } => {
                 let h = p.ihl(*ihl_at)?;
+                if let Rest::Halves(pairs) = &self.rest {
+                    // Both fields in the captured bytes: one load.
+                    if let Some(w) = p.bytes4(h + u64::from((*o0).min(*o1))) {
+                        return Ok(!pairs.contains_either_be(w));
+                    }
+                }
                 let x = p.load(h + u64::from(*o0), Size::Half)?;
                 (x, p.load(h + u64::from(*o1), Size::Half))
             }
@@ -377,6 +406,10 @@ impl NoneOf {
             // Both loaded: the same verdict with every test run.
             Ok(y) => Ok(!match &self.rest {
                 Rest::Same(c) => c.test_either(x, y),
+                Rest::Halves(pairs) => {
+                    let (x, y) = ((x as u16).to_be_bytes(), (y as u16).to_be_bytes());
+                    pairs.contains_either_be([x[0], x[1], y[0], y[1]])
+                }
                 Rest::Apart(gf) => self.a.test(x) | gf[0].test(y) | gf[1].test(x),
             }),
             // `x in A` holds before `g` is loaded; otherwise `g` aborts.
@@ -388,6 +421,8 @@ impl NoneOf {
     fn kind(&self) -> String {
         match &self.rest {
             Rest::Same(c) => format!("none-of/{}", c.kind()),
+            Rest::Halves(_) if U16Pairs::IS_SIMD => "none-of/halves-sse2".to_string(),
+            Rest::Halves(_) => "none-of/halves".to_string(),
             Rest::Apart(gf) => format!("none-of({},{},{})", self.a.kind(), gf[0].kind(), gf[1].kind()),
         }
     }
@@ -667,6 +702,9 @@ struct L4PortsLanes {
     ihl_at: u32,
     offs: [u32; 2],
     lanes: U32x8,
+    /// The values again, for both fields at once when they are adjacent
+    /// (source and destination port): one 4-byte load, no byte swap.
+    pairs: Option<U16Pairs>,
     negate: bool,
     /// As in [`Op::Ports`] (boxed: only tested on cut packets).
     first: Option<Box<PCmp>>,
@@ -681,6 +719,10 @@ impl L4PortsLanes {
         }
         let Ok(h) = p.ihl(self.ihl_at) else { return false };
         let (a, b) = (h + u64::from(self.offs[0]), h + u64::from(self.offs[1]));
+        // Both fields in the captured bytes: the same verdict as below.
+        if let (Some(pairs), Some(w)) = (&self.pairs, p.bytes4(a.min(b))) {
+            return pairs.contains_either_be(w) != self.negate;
+        }
         match (p.load(a, Size::Half), p.load(b, Size::Half)) {
             (Ok(x), Ok(y)) => self.lanes.contains_either(x, y) != self.negate,
             (Ok(x), Err(Abort)) => {
@@ -751,6 +793,12 @@ impl Fused {
                         ihl_at: *ihl_at,
                         offs: *offs,
                         lanes: *lanes,
+                        pairs: match instrs.get(1).map(|i| &**i) {
+                            Some(Instr::Either { cmp: Cmp::In(set), .. }) if offs[0].abs_diff(offs[1]) == 2 => {
+                                U16Pairs::new(&set.sorted())
+                            }
+                            _ => None,
+                        },
                         negate: *negate,
                         first: first.clone(),
                     }),

@@ -983,6 +983,9 @@ mod tests {
         let f = DynamicFilter::from_expr("ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", LinkType::EN10MB).unwrap();
         assert_eq!(f.pass(0).unwrap().exec_kinds().len(), 2);
         agrees_on_cuts(&f, &f.to_expr());
+        // Both ports tested from one 4-byte load there.
+        let plan = format!("{:?}", f.program().head);
+        assert!(plan.contains("L4PortsLanes") && plan.contains("pairs: Some"), "{plan}");
     }
 
     /// Swift filter 6's shape: `not tcp port (...)` after `ip` runs as one
@@ -1009,6 +1012,9 @@ mod tests {
         let f = DynamicFilter::from_expr(exprs[0], LinkType::EN10MB).unwrap();
         let kinds = f.pass(0).unwrap().exec_kinds();
         assert!(kinds[1].starts_with("unless-l4(none-of"), "{kinds:?}");
+        // The two ports in one test (adjacent halfwords, three values).
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(kinds[1], "unless-l4(none-of/halves-sse2)");
         let plan = format!("{:?}", f.program().head);
         assert!(plan.contains("Straight") && plan.contains("NoneOf"), "{plan}");
     }
