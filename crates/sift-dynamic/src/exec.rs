@@ -159,17 +159,24 @@ enum PCmp {
 impl PCmp {
     fn new(c: &Cmp) -> PCmp {
         match c {
-            Cmp::In(ValueSet::Small(v)) => match v[..] {
-                [] => PCmp::Never,
-                [k] => PCmp::Eq(k),
-                _ => U32x8::new(v).map_or_else(|| PCmp::new(&Cmp::In(ValueSet::Large(Arc::new(table_of(v))))), PCmp::Lanes),
-            },
-            // The set's own table, shared: preparing the step is O(1).
-            Cmp::In(ValueSet::Large(t)) => PCmp::Table(t.clone()),
+            Cmp::In(s) => PCmp::of_set(s),
             Cmp::Range(lo, hi) => PCmp::Range(*lo, *hi),
             Cmp::Gt(k) => PCmp::Gt(*k),
             Cmp::Ge(k) => PCmp::Ge(*k),
             Cmp::AnyBits(k) => PCmp::AnyBits(*k),
+        }
+    }
+
+    /// Membership in `s`.
+    fn of_set(s: &ValueSet) -> PCmp {
+        match s {
+            ValueSet::Small(v) => match v[..] {
+                [] => PCmp::Never,
+                [k] => PCmp::Eq(k),
+                _ => U32x8::new(v).map_or_else(|| PCmp::Table(Arc::new(table_of(v))), PCmp::Lanes),
+            },
+            // The set's own table, shared: preparing the step is O(1).
+            ValueSet::Large(t) => PCmp::Table(t.clone()),
         }
     }
 
@@ -449,7 +456,7 @@ impl Op {
                     (Some(a1), Cmp::In(s)) => a1.sorted().into_iter().all(|v| s.contains(v)),
                     (Some(_), _) => false,
                 };
-                let first = first.as_ref().map(|a1| Box::new(PCmp::new(&Cmp::In(a1.clone()))));
+                let first = first.as_ref().map(|a1| Box::new(PCmp::of_set(a1)));
                 match (f0, f1, &cmp) {
                     (
                         PField { loc: Loc::Direct(o0), size: Size::Word, mask: m0 },
