@@ -28,16 +28,18 @@
 //! naming it: run the expression with a static engine then.
 //!
 //! **Update cost**: an update copies the changed pass (its instruction
-//! pointers), the changed instruction (its value set), one chunk of pass
-//! pointers (16 to 31) and the chunk list (passes / 16): it never
-//! recompiles and does not depend on the other passes' contents.
+//! pointers and its steps, only the changed one prepared again), the
+//! changed instruction (its value set), one chunk of pass pointers (16 to
+//! 31) and the chunk list (passes / 16): it never recompiles and does not
+//! depend on the other passes' contents.
 //!
 //! **Concurrency**: the filter publishes immutable snapshots through an
 //! [`arc_swap::ArcSwap`]; [`FilterHandle`]s (cheap to clone, `Send + Sync`)
 //! read the current snapshot without taking a lock, and an update becomes
-//! visible atomically. Snapshots share passes and instructions through
-//! `Arc`s, so an update copies the pass list (pointers) and the changed pass
-//! only; old snapshots are freed when the last reader lets go.
+//! visible atomically; the updates made in one [`DynamicFilter::atomically`]
+//! call become visible together. Snapshots share passes and instructions
+//! through `Arc`s, so an update copies the pass list (pointers) and the
+//! changed pass only; old snapshots are freed when the last reader lets go.
 //!
 //! ```
 //! use sift_dynamic::{DynamicFilter, LinkType};
