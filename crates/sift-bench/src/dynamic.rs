@@ -152,60 +152,65 @@ impl DynamicFtp {
         self.hosts.iter().find(|e| e.0 == host).map(|e| e.1)
     }
 
-    /// Follows a new data connection: `port` on `host`.
+    /// Follows a new data connection: `port` on `host`, published as one
+    /// snapshot (both passes of the server's group, or both new passes).
     pub fn add(&mut self, host: u32, port: u16) -> Result<(), sift_dynamic::Error> {
         match self.host_pass(host) {
-            Some(p) => {
+            Some(p) => self.filter.atomically(|f| {
                 for at in [p, p + 1] {
-                    let last = self
-                        .filter
-                        .pass(at)
-                        .map_or(0, |x| x.instrs().len())
-                        .saturating_sub(1);
-                    self.filter.add_value(at, last, u32::from(port))?;
+                    f.add_value(at, last_instr(f, at), u32::from(port))?;
                 }
                 Ok(())
-            }
+            }),
             None => {
                 let at = self.filter.pass_count();
-                for (k, t) in self.template.iter().enumerate() {
-                    let mut instrs: Vec<Instr> = t.iter().map(|i| with_host(i, host)).collect();
-                    if let Some(Instr::Either { cmp, .. }) = instrs.last_mut() {
-                        *cmp = Cmp::eq(u32::from(port));
+                let template = &self.template;
+                self.filter.atomically(|f| {
+                    for (k, t) in template.iter().enumerate() {
+                        let mut instrs: Vec<Instr> = t.iter().map(|i| with_host(i, host)).collect();
+                        if let Some(Instr::Either { cmp, .. }) = instrs.last_mut() {
+                            *cmp = Cmp::eq(u32::from(port));
+                        }
+                        f.new_pass(at + k, instrs)?;
                     }
-                    self.filter.new_pass(at + k, instrs)?;
-                }
+                    Ok(())
+                })?;
                 self.hosts.push((host, at));
                 Ok(())
             }
         }
     }
 
-    /// Stops following `port` on `host` (its group stays, maybe empty).
+    /// Stops following `port` on `host` (its group stays, maybe empty);
+    /// one snapshot, as [`DynamicFtp::add`].
     pub fn remove(&mut self, host: u32, port: u16) -> Result<(), sift_dynamic::Error> {
-        if let Some(p) = self.host_pass(host) {
-            for at in [p, p + 1] {
-                let last = self
-                    .filter
-                    .pass(at)
-                    .map_or(0, |x| x.instrs().len())
-                    .saturating_sub(1);
-                self.filter.remove_value(at, last, u32::from(port))?;
-            }
+        match self.host_pass(host) {
+            Some(p) => self.filter.atomically(|f| {
+                for at in [p, p + 1] {
+                    f.remove_value(at, last_instr(f, at), u32::from(port))?;
+                }
+                Ok(())
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// Index of the last instruction of pass `at` (the port test of a group's
+/// pass).
+fn last_instr(f: &DynamicFilter, at: usize) -> usize {
+    f.pass(at).map_or(0, |x| x.instrs().len()).saturating_sub(1)
 }
 
 /// The update operations `sift bench --dynamic` measures.
 pub const OPERATIONS: &[(&str, &str)] = &[
     (
         "add-port",
-        "a new data port of a known server: the port joins the server's port sets (2 passes)",
+        "a new data port of a known server: the port joins the server's port sets (2 passes, one snapshot)",
     ),
     (
         "duplicate-pass",
-        "a new connection as a pass of its own: duplicate the server's pass, poke the port",
+        "a new connection as a pass of its own: duplicate the server's pass, poke the port (one snapshot)",
     ),
     ("remove-pass", "remove that pass again"),
     (
@@ -369,8 +374,13 @@ fn dynamic_samples(op: &str, n: usize, samples: usize) -> Result<Vec<u64>, Strin
             "duplicate-pass" | "remove-pass" => {
                 let fl = f.filter_mut();
                 let t = Instant::now();
-                let at = fl.duplicate_pass(group + 1).map_err(e)?;
-                fl.poke(at, port_instr, u32::from(port)).map_err(e)?;
+                let at = fl
+                    .atomically(|fl| {
+                        let at = fl.duplicate_pass(group + 1)?;
+                        fl.poke(at, port_instr, u32::from(port))?;
+                        Ok(at)
+                    })
+                    .map_err(e)?;
                 let dup = time_ns(t);
                 let t = Instant::now();
                 fl.delete_pass(at).map_err(e)?;

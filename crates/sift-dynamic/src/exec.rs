@@ -10,10 +10,8 @@
 //! - 2 to [`SMALL_SET`](crate::SMALL_SET) values: **SIMD** lanes (on x86-64
 //!   two SSE2 registers compared against the broadcast field, see
 //!   [`sift_jit::simd::U32x8`]);
-//! - up to [`Buckets::MAX`] values: buckets of four slots, every value in
-//!   the bucket its hash picks (a multiply, a shift, four compares, no
-//!   branch);
-//! - more: the set's [`HashTable`] (a multiply, a shift, a probe or two);
+//! - more: the set's own [`HashTable`], shared, not rebuilt (a multiply, a
+//!   shift, four slots compared at once);
 //! - IPv4 + protocol + not a fragment: one fused step;
 //! - `not tcp port (a or b ...)` after `ip` (alternatives: not the
 //!   protocol, a fragment, none of the ports): one `unless-l4` step.
@@ -30,7 +28,7 @@
 
 use std::sync::Arc;
 
-use sift_jit::simd::U32x8;
+use sift_jit::simd::{U16Pairs, U32x8};
 
 use crate::model::{layered_len, Abort, Addr, Atom, Cmp, Field, HashTable, Instr, Size, Source, ValueSet};
 use crate::Pass;
@@ -62,6 +60,16 @@ impl<'a> Pkt<'a> {
         Ok(self.ihl)
     }
 
+    /// The four bytes at `at`, if captured.
+    #[inline(always)]
+    fn bytes4(&self, at: u64) -> Option<[u8; 4]> {
+        let at = usize::try_from(at).ok()?;
+        match self.data.get(at..at.wrapping_add(4)) {
+            Some(&[a, b, c, d]) => Some([a, b, c, d]),
+            _ => None,
+        }
+    }
+
     #[inline(always)]
     fn load(&self, at: u64, size: Size) -> Result<u32, Abort> {
         let at = usize::try_from(at).map_err(|_| Abort)?;
@@ -81,6 +89,7 @@ impl<'a> Pkt<'a> {
 
 /// Where a prepared field is read.
 #[derive(Clone, Copy, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Loc {
     Len,
     Direct(u32),
@@ -135,11 +144,11 @@ impl PField {
 
 /// A prepared comparison.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum PCmp {
     Never,
     Eq(u32),
     Lanes(U32x8),
-    Buckets(Arc<Buckets>),
     Table(Arc<HashTable>),
     Range(u32, u32),
     Gt(u32),
@@ -150,19 +159,24 @@ enum PCmp {
 impl PCmp {
     fn new(c: &Cmp) -> PCmp {
         match c {
-            Cmp::In(ValueSet::Small(v)) => match v[..] {
-                [] => PCmp::Never,
-                [k] => PCmp::Eq(k),
-                _ => U32x8::new(v).map_or_else(|| PCmp::new(&Cmp::In(ValueSet::Large(Arc::new(table_of(v))))), PCmp::Lanes),
-            },
-            Cmp::In(ValueSet::Large(t)) => match Buckets::new(t) {
-                Some(b) => PCmp::Buckets(Arc::new(b)),
-                None => PCmp::Table(t.clone()),
-            },
+            Cmp::In(s) => PCmp::of_set(s),
             Cmp::Range(lo, hi) => PCmp::Range(*lo, *hi),
             Cmp::Gt(k) => PCmp::Gt(*k),
             Cmp::Ge(k) => PCmp::Ge(*k),
             Cmp::AnyBits(k) => PCmp::AnyBits(*k),
+        }
+    }
+
+    /// Membership in `s`.
+    fn of_set(s: &ValueSet) -> PCmp {
+        match s {
+            ValueSet::Small(v) => match v[..] {
+                [] => PCmp::Never,
+                [k] => PCmp::Eq(k),
+                _ => U32x8::new(v).map_or_else(|| PCmp::Table(Arc::new(table_of(v))), PCmp::Lanes),
+            },
+            // The set's own table, shared: preparing the step is O(1).
+            ValueSet::Large(t) => PCmp::Table(t.clone()),
         }
     }
 
@@ -172,7 +186,6 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => v == *k,
             PCmp::Lanes(l) => l.contains(v),
-            PCmp::Buckets(b) => b.contains(v),
             PCmp::Table(t) => t.contains(v),
             PCmp::Range(lo, hi) => *lo <= v && v <= *hi,
             PCmp::Gt(k) => v > *k,
@@ -189,7 +202,6 @@ impl PCmp {
             PCmp::Never => false,
             PCmp::Eq(k) => (x == *k) | (y == *k),
             PCmp::Lanes(l) => l.contains_either(x, y),
-            PCmp::Buckets(b) => b.contains(x) | b.contains(y),
             PCmp::Table(t) => t.contains(x) | t.contains(y),
             PCmp::Range(lo, hi) => (*lo <= x) & (x <= *hi) | (*lo <= y) & (y <= *hi),
             PCmp::Gt(k) => (x > *k) | (y > *k),
@@ -204,73 +216,10 @@ impl PCmp {
             PCmp::Eq(_) => "eq",
             PCmp::Lanes(_) if U32x8::IS_SIMD => "simd-sse2",
             PCmp::Lanes(_) => "lanes",
-            PCmp::Buckets(_) => "buckets",
             PCmp::Table(_) => "hash",
             PCmp::Range(..) => "range",
             PCmp::Gt(_) | PCmp::Ge(_) => "order",
             PCmp::AnyBits(_) => "bits",
-        }
-    }
-}
-
-/// A medium set (up to [`Buckets::MAX`] values) as buckets of four slots,
-/// every value in the bucket its hash picks: membership is a multiply, a
-/// shift and four compares of one 16-byte bucket, with no branch and no
-/// probe sequence. Free slots repeat a member of the set (never a false
-/// hit). Built when the step is prepared: O(set size), bounded by `MAX`.
-#[derive(Clone, Debug)]
-pub(crate) struct Buckets {
-    buckets: Box<[[u32; 4]]>,
-    /// `32 - log2(buckets.len())`.
-    shift: u32,
-}
-
-impl Buckets {
-    /// The largest set held in buckets (larger ones stay hash tables, so
-    /// that preparing a step stays cheap).
-    pub(crate) const MAX: usize = 64;
-
-    fn new(t: &HashTable) -> Option<Buckets> {
-        let n = t.len();
-        let fill = t.iter().next()?;
-        if n > Self::MAX {
-            return None;
-        }
-        // Start at about two values per bucket; double until none overflows.
-        let mut count = n.div_ceil(2).next_power_of_two().max(2);
-        while count <= 4 * Self::MAX {
-            let shift = 32 - count.trailing_zeros();
-            let mut buckets = vec![[fill; 4]; count];
-            let mut used = vec![0u8; count];
-            let mut ok = true;
-            for v in t.iter() {
-                let i = Self::index(v, shift);
-                let u = &mut used[i];
-                if *u == 4 {
-                    ok = false;
-                    break;
-                }
-                buckets[i][usize::from(*u)] = v;
-                *u += 1;
-            }
-            if ok {
-                return Some(Buckets { buckets: buckets.into_boxed_slice(), shift });
-            }
-            count *= 2;
-        }
-        None
-    }
-
-    #[inline(always)]
-    fn index(v: u32, shift: u32) -> usize {
-        (v.wrapping_mul(0x9e37_79b9) >> shift) as usize
-    }
-
-    #[inline(always)]
-    fn contains(&self, v: u32) -> bool {
-        match self.buckets.get(Self::index(v, self.shift)) {
-            Some(b) => (b[0] == v) | (b[1] == v) | (b[2] == v) | (b[3] == v),
-            None => false,
         }
     }
 }
@@ -306,6 +255,7 @@ impl PAtom {
 /// the most common shapes, run without dispatching on the load or the
 /// comparison.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Op {
     /// `u8[off] == k` (xor `negate`).
     Eq8 { off: u32, k: u32, negate: bool },
@@ -320,25 +270,25 @@ enum Op {
     /// `ihl` from the IPv4 header at `ihl_at`: `port` sets.
     /// `first`: a merged instruction's first values ([`Instr::Either`]),
     /// within `cmp`, deciding alone when the second field is out of bounds.
-    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
+    Ports { ihl_at: u32, offs: [u32; 2], cmp: PCmp, negate: bool, first: Option<Box<PCmp>> },
     Test(PAtom),
-    Either { fields: [PField; 2], cmp: PCmp, negate: bool, first: Option<PCmp> },
+    Either { fields: [PField; 2], cmp: PCmp, negate: bool, first: Option<Box<PCmp>> },
     /// `u16[eth_at] == 0x800 and u8[proto_at] == proto [and u16[frag_at] &
     /// 0x1fff == 0]`, fused.
     Ipv4L4 { eth_at: u32, proto_at: u32, proto: u32, frag_at: Option<u32> },
-    All(Box<[PAtom]>),
-    Any(Box<[PAtom]>),
+    All(Arc<[PAtom]>),
+    Any(Arc<[PAtom]>),
     /// Alternatives whose conjunctions all start with `key == k` on the same
     /// field (`host X`: ethertype 0x800 and src, 0x800 and dst, 0x806 and
     /// ..., 0x8035 and ...): the key is loaded once (every conjunction would
     /// load the same bytes first, with the same outcome), and a conjunction
     /// whose `k` differs fails with no load.
-    Keyed { key: PField, arms: Box<[(u32, Box<[PAtom]>)]> },
-    Alternatives(Box<[Box<[PAtom]>]>),
+    Keyed { key: PField, arms: Arc<[(u32, Arc<[PAtom]>)]> },
+    Alternatives(Arc<[Arc<[PAtom]>]>),
     /// Alternatives of single tests ("escapes") then a last conjunction of
     /// the [`NoneOf`] shape: `not tcp port (80 or 25)` after `ip` is
     /// `proto != 6 or fragment or none of the ports`.
-    Unless { escapes: Box<[PAtom]>, rest: NoneOf },
+    Unless { escapes: Arc<[PAtom]>, rest: NoneOf },
     /// [`Op::Unless`] with the escapes `u8[proto_at] != proto` and
     /// `u16[frag_at] & 0x1fff != 0`: `not tcp port (...)` after `ip`.
     UnlessL4 { proto_at: u32, proto: u32, frag_at: u32, rest: NoneOf },
@@ -360,21 +310,29 @@ struct NoneOf {
 }
 
 /// How [`NoneOf`] loads its two fields.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Pair {
     /// Unmasked words at fixed offsets (`ip src`, `ip dst`).
     Direct32([u32; 2]),
     /// Unmasked halfwords past the IPv4 header (ports).
     Ipv4Half { ihl_at: u32, offs: [u32; 2] },
-    Fields([PField; 2]),
+    /// Any other two fields (boxed, as the rarer forms below: steps stay
+    /// small, so that updates move and allocate less).
+    Fields(Box<[PField; 2]>),
 }
 
 /// What [`NoneOf`] tests once both fields are loaded.
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Rest {
     /// `G = F` and `A` within it: `f in F or g in F`.
     Same(PCmp),
-    Apart { gs: PCmp, fs: PCmp },
+    /// [`Rest::Same`] on adjacent halfwords (ports), `F` of at most
+    /// eight values: both tested in one go from a 4-byte load.
+    Halves(U16Pairs),
+    /// `f in A or g in G or f in F`: `[G, F]`.
+    Apart(Box<[PCmp; 2]>),
 }
 
 impl NoneOf {
@@ -400,7 +358,7 @@ impl NoneOf {
         let rest = if same {
             Rest::Same(PCmp::new(&ga.cmp))
         } else {
-            Rest::Apart { gs: PCmp::new(&ga.cmp), fs: fs.map_or(PCmp::Never, PCmp::new) }
+            Rest::Apart(Box::new([PCmp::new(&ga.cmp), fs.map_or(PCmp::Never, PCmp::new)]))
         };
         let (f, g) = (PField::new(&fa.field), PField::new(&ga.field));
         let loads = match (f, g) {
@@ -412,7 +370,17 @@ impl NoneOf {
                 PField { loc: Loc::Ipv4 { ihl_at: a0, offset: o0 }, size: Size::Half, mask: u32::MAX },
                 PField { loc: Loc::Ipv4 { ihl_at: a1, offset: o1 }, size: Size::Half, mask: u32::MAX },
             ) if a0 == a1 => Pair::Ipv4Half { ihl_at: a0, offs: [o0, o1] },
-            _ => Pair::Fields([f, g]),
+            _ => Pair::Fields(Box::new([f, g])),
+        };
+        // Adjacent halfwords (source and destination port) tested together.
+        let rest = match (&loads, rest) {
+            (Pair::Ipv4Half { offs: [o0, o1], .. }, Rest::Same(PCmp::Lanes(lanes))) => {
+                match U16Pairs::new(&sg.sorted()).filter(|_| o0.abs_diff(*o1) == 2) {
+                    Some(pairs) => Rest::Halves(pairs),
+                    None => Rest::Same(PCmp::Lanes(lanes)),
+                }
+            }
+            (_, rest) => rest,
         };
         Some(NoneOf { loads, a: PCmp::new(&fa.cmp), rest })
     }
@@ -426,10 +394,17 @@ impl NoneOf {
             }
             Pair::Ipv4Half { ihl_at, offs: [o0, o1] } => {
                 let h = p.ihl(*ihl_at)?;
+                if let Rest::Halves(pairs) = &self.rest {
+                    // Both fields in the captured bytes: one load.
+                    if let Some(w) = p.bytes4(h + u64::from((*o0).min(*o1))) {
+                        return Ok(!pairs.contains_either_be(w));
+                    }
+                }
                 let x = p.load(h + u64::from(*o0), Size::Half)?;
                 (x, p.load(h + u64::from(*o1), Size::Half))
             }
-            Pair::Fields([f, g]) => {
+            Pair::Fields(fg) => {
+                let [f, g] = &**fg;
                 let x = f.read(p)?;
                 (x, g.read(p))
             }
@@ -438,7 +413,11 @@ impl NoneOf {
             // Both loaded: the same verdict with every test run.
             Ok(y) => Ok(!match &self.rest {
                 Rest::Same(c) => c.test_either(x, y),
-                Rest::Apart { gs, fs } => self.a.test(x) | gs.test(y) | fs.test(x),
+                Rest::Halves(pairs) => {
+                    let (x, y) = ((x as u16).to_be_bytes(), (y as u16).to_be_bytes());
+                    pairs.contains_either_be([x[0], x[1], y[0], y[1]])
+                }
+                Rest::Apart(gf) => self.a.test(x) | gf[0].test(y) | gf[1].test(x),
             }),
             // `x in A` holds before `g` is loaded; otherwise `g` aborts.
             Err(Abort) if self.a.test(x) => Ok(false),
@@ -449,7 +428,9 @@ impl NoneOf {
     fn kind(&self) -> String {
         match &self.rest {
             Rest::Same(c) => format!("none-of/{}", c.kind()),
-            Rest::Apart { gs, fs } => format!("none-of({},{},{})", self.a.kind(), gs.kind(), fs.kind()),
+            Rest::Halves(_) if U16Pairs::IS_SIMD => "none-of/halves-sse2".to_string(),
+            Rest::Halves(_) => "none-of/halves".to_string(),
+            Rest::Apart(gf) => format!("none-of({},{},{})", self.a.kind(), gf[0].kind(), gf[1].kind()),
         }
     }
 }
@@ -475,7 +456,7 @@ impl Op {
                     (Some(a1), Cmp::In(s)) => a1.sorted().into_iter().all(|v| s.contains(v)),
                     (Some(_), _) => false,
                 };
-                let first = first.as_ref().map(|a1| PCmp::new(&Cmp::In(a1.clone())));
+                let first = first.as_ref().map(|a1| Box::new(PCmp::of_set(a1)));
                 match (f0, f1, &cmp) {
                     (
                         PField { loc: Loc::Direct(o0), size: Size::Word, mask: m0 },
@@ -509,7 +490,7 @@ impl Op {
                     || p.load(u64::from(offs[1]), Size::Word)? & mask == *k;
                 Ok(hit != *negate)
             }
-            Op::Ports { ihl_at, offs, cmp, negate, first } => ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()),
+            Op::Ports { ihl_at, offs, cmp, negate, first } => ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_deref()),
             Op::Test(a) => a.eval(p),
             Op::Ipv4L4 { eth_at, proto_at, proto, frag_at } => ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at),
             Op::Either { fields, cmp, negate, first: None } => {
@@ -626,7 +607,7 @@ fn keyed(alts: &[Vec<Atom>]) -> Option<Op> {
         };
         arms.push((k, rest.iter().map(PAtom::new).collect()));
     }
-    Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into_boxed_slice() })
+    Some(Op::Keyed { key: PField::new(&first.field), arms: arms.into() })
 }
 
 /// [`Op::Unless`], when every alternative but the last is one test and
@@ -657,7 +638,7 @@ fn unless(alts: &[Vec<Atom>]) -> Option<Op> {
             return Some(Op::UnlessL4 { proto_at, proto, frag_at, rest });
         }
     }
-    Some(Op::Unless { escapes: escapes.into_boxed_slice(), rest })
+    Some(Op::Unless { escapes: escapes.into(), rest })
 }
 
 /// [`Op::Ipv4L4`].
@@ -702,40 +683,102 @@ fn ports_eval(
 pub(crate) struct Fused(Plan);
 
 #[derive(Clone, Debug)]
+#[repr(u8)] // a plain tag byte: one load and a jump per dispatch, no niche decoding
 enum Plan {
     /// No step: every packet matches.
     True,
     /// `[ipv4-l4 with the fragment test, ports with 2 to 8 values]`: `ip
     /// and tcp port (a or b ...)`, in SIMD lanes.
-    /// `first` as in [`Op::Ports`] (boxed: only tested on cut packets).
-    L4PortsLanes {
-        eth_at: u32,
-        proto_at: u32,
-        proto: u32,
-        frag_at: u32,
-        ihl_at: u32,
-        offs: [u32; 2],
-        lanes: U32x8,
-        negate: bool,
-        first: Option<Box<PCmp>>,
-    },
+    L4PortsLanes(L4PortsLanes),
     /// `[ipv4-l4, ports]` with any comparison.
-    L4Ports {
-        eth_at: u32,
-        proto_at: u32,
-        proto: u32,
-        frag_at: Option<u32>,
-        ihl_at: u32,
-        offs: [u32; 2],
-        cmp: PCmp,
-        negate: bool,
-        first: Option<PCmp>,
-    },
+    L4Ports(Box<L4Ports>),
     /// One step.
     One(Op),
     /// Any other pass: its steps in a row (runs of negated set tests fused
     /// into [`Op::NoneOf`]), with no copied-mark bookkeeping.
     Straight(Box<[Op]>),
+}
+
+/// [`Plan::L4PortsLanes`].
+#[derive(Clone, Debug)]
+struct L4PortsLanes {
+    eth_at: u32,
+    proto_at: u32,
+    proto: u32,
+    frag_at: u32,
+    ihl_at: u32,
+    offs: [u32; 2],
+    lanes: U32x8,
+    /// The values again, for both fields at once when they are adjacent
+    /// (source and destination port): one 4-byte load, no byte swap.
+    pairs: Option<U16Pairs>,
+    negate: bool,
+    /// As in [`Op::Ports`] (boxed: only tested on cut packets).
+    first: Option<Box<PCmp>>,
+}
+
+impl L4PortsLanes {
+    #[inline(always)]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        let p = &mut Pkt::new(data, wire_len);
+        if !matches!(ipv4_l4_eval(p, self.eth_at, self.proto_at, self.proto, Some(self.frag_at)), Ok(true)) {
+            return false;
+        }
+        let Ok(h) = p.ihl(self.ihl_at) else { return false };
+        let (a, b) = (h + u64::from(self.offs[0]), h + u64::from(self.offs[1]));
+        // Both fields in the captured bytes: the same verdict as below.
+        if let (Some(pairs), Some(w)) = (&self.pairs, p.bytes4(a.min(b))) {
+            return pairs.contains_either_be(w) != self.negate;
+        }
+        match (p.load(a, Size::Half), p.load(b, Size::Half)) {
+            (Ok(x), Ok(y)) => self.lanes.contains_either(x, y) != self.negate,
+            (Ok(x), Err(Abort)) => {
+                !self.negate && self.first.as_deref().map_or_else(|| self.lanes.contains(x), |a1| a1.test(x))
+            }
+            (Err(Abort), _) => false,
+        }
+    }
+}
+
+/// [`Plan::L4Ports`].
+#[derive(Clone, Debug)]
+struct L4Ports {
+    eth_at: u32,
+    proto_at: u32,
+    proto: u32,
+    frag_at: Option<u32>,
+    ihl_at: u32,
+    offs: [u32; 2],
+    cmp: PCmp,
+    negate: bool,
+    first: Option<Box<PCmp>>,
+}
+
+impl L4Ports {
+    #[inline(always)]
+    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
+        let p = &mut Pkt::new(data, wire_len);
+        matches!(ipv4_l4_eval(p, self.eth_at, self.proto_at, self.proto, self.frag_at), Ok(true))
+            && matches!(ports_eval(p, self.ihl_at, self.offs, &self.cmp, self.negate, self.first.as_deref()), Ok(true))
+    }
+}
+
+/// A one-step plan's verdict.
+#[inline(always)]
+fn one_matches(op: &Op, data: &[u8], wire_len: u32) -> bool {
+    matches!(op.eval(&mut Pkt::new(data, wire_len)), Ok(true))
+}
+
+/// A straight plan's verdict: every step holds, in order.
+#[inline(always)]
+fn straight_matches(ops: &[Op], data: &[u8], wire_len: u32) -> bool {
+    let p = &mut Pkt::new(data, wire_len);
+    for op in ops {
+        if !matches!(op.eval(p), Ok(true)) {
+            return false;
+        }
+    }
+    true
 }
 
 impl Fused {
@@ -749,7 +792,7 @@ impl Fused {
             [] => Plan::True,
             [Step { op: Op::Ipv4L4 { eth_at, proto_at, proto, frag_at }, .. }, Step { op: Op::Ports { ihl_at, offs, cmp, negate, first }, .. }] => {
                 match (frag_at, cmp) {
-                    (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes {
+                    (Some(frag_at), PCmp::Lanes(lanes)) => Plan::L4PortsLanes(L4PortsLanes {
                         eth_at: *eth_at,
                         proto_at: *proto_at,
                         proto: *proto,
@@ -757,10 +800,16 @@ impl Fused {
                         ihl_at: *ihl_at,
                         offs: *offs,
                         lanes: *lanes,
+                        pairs: match instrs.get(1).map(|i| &**i) {
+                            Some(Instr::Either { cmp: Cmp::In(set), .. }) if offs[0].abs_diff(offs[1]) == 2 => {
+                                U16Pairs::new(&set.sorted())
+                            }
+                            _ => None,
+                        },
                         negate: *negate,
-                        first: first.clone().map(Box::new),
-                    },
-                    _ => Plan::L4Ports {
+                        first: first.clone(),
+                    }),
+                    _ => Plan::L4Ports(Box::new(L4Ports {
                         eth_at: *eth_at,
                         proto_at: *proto_at,
                         proto: *proto,
@@ -770,7 +819,7 @@ impl Fused {
                         cmp: cmp.clone(),
                         negate: *negate,
                         first: first.clone(),
-                    },
+                    })),
                 }
             }
             [one] => Plan::One(one.op.clone()),
@@ -784,25 +833,13 @@ impl Fused {
     pub(crate) fn matches(&self, data: &[u8], wire_len: u32) -> bool {
         match &self.0 {
             Plan::True => true,
-            Plan::L4PortsLanes { eth_at, proto_at, proto, frag_at, ihl_at, offs, lanes, negate, first } => {
-                let p = &mut Pkt::new(data, wire_len);
-                if !matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, Some(*frag_at)), Ok(true)) {
-                    return false;
-                }
-                let Ok(h) = p.ihl(*ihl_at) else { return false };
-                let (a, b) = (h + u64::from(offs[0]), h + u64::from(offs[1]));
-                match (p.load(a, Size::Half), p.load(b, Size::Half)) {
-                    (Ok(x), Ok(y)) => lanes.contains_either(x, y) != *negate,
-                    (Ok(x), Err(Abort)) => !*negate && first.as_deref().map_or_else(|| lanes.contains(x), |a1| a1.test(x)),
-                    (Err(Abort), _) => false,
-                }
-            }
-            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => self.matches_other(data, wire_len),
+            Plan::L4PortsLanes(l) => l.matches(data, wire_len),
+            Plan::L4Ports(_) | Plan::One(_) | Plan::Straight(_) => self.matches_other(data, wire_len),
         }
     }
 
     /// [`crate::Program::for_each_verdict`] for this program: the plan is
-    /// chosen once, and the common ones run inline in the loop.
+    /// chosen once, outside the loop, and runs inline in it.
     #[inline(always)]
     pub(crate) fn for_each_verdict<T>(
         &self,
@@ -812,32 +849,23 @@ impl Fused {
     ) {
         match &self.0 {
             Plan::True => (0..items.len()).for_each(|i| verdict(i, true)),
-            Plan::L4PortsLanes { .. } => crate::batch(items, packet, verdict, |d, w| self.matches(d, w)),
-            Plan::L4Ports { .. } | Plan::One(_) | Plan::Straight(_) => {
-                crate::batch(items, packet, verdict, |d, w| self.matches_other(d, w))
-            }
+            Plan::L4PortsLanes(l) => batch!(items, packet, verdict, |d, w| l.matches(d, w)),
+            Plan::L4Ports(l) => batch!(items, packet, verdict, |d, w| l.matches(d, w)),
+            Plan::One(op) => batch!(items, packet, verdict, |d, w| one_matches(op, d, w)),
+            Plan::Straight(ops) => batch!(items, packet, verdict, |d, w| straight_matches(ops, d, w)),
         }
     }
 
+    /// The plans [`Fused::matches`] keeps out of line (the per-packet
+    /// entry point stays small).
     #[inline(never)]
     fn matches_other(&self, data: &[u8], wire_len: u32) -> bool {
-        let p = &mut Pkt::new(data, wire_len);
         match &self.0 {
-            Plan::L4Ports { eth_at, proto_at, proto, frag_at, ihl_at, offs, cmp, negate, first } => {
-                matches!(ipv4_l4_eval(p, *eth_at, *proto_at, *proto, *frag_at), Ok(true))
-                    && matches!(ports_eval(p, *ihl_at, *offs, cmp, *negate, first.as_ref()), Ok(true))
-            }
-            Plan::One(op) => matches!(op.eval(p), Ok(true)),
-            Plan::Straight(ops) => {
-                for op in ops.iter() {
-                    if !matches!(op.eval(p), Ok(true)) {
-                        return false;
-                    }
-                }
-                true
-            }
             Plan::True => true,
-            Plan::L4PortsLanes { .. } => self.matches(data, wire_len),
+            Plan::L4PortsLanes(l) => l.matches(data, wire_len),
+            Plan::L4Ports(l) => l.matches(data, wire_len),
+            Plan::One(op) => one_matches(op, data, wire_len),
+            Plan::Straight(ops) => straight_matches(ops, data, wire_len),
         }
     }
 }
@@ -913,9 +941,14 @@ impl Step {
         Step { op: Op::new(i), copied }
     }
 
+    /// The same step with the copied mark `copied`.
+    pub(crate) fn marked(&self, copied: bool) -> Step {
+        Step { op: self.op.clone(), copied }
+    }
+
     /// A step that holds and loads nothing.
     pub(crate) fn always() -> Step {
-        Step { op: Op::All(Box::new([])), copied: false }
+        Step { op: Op::All(Arc::new([])), copied: false }
     }
 
     #[inline(always)]
@@ -1163,39 +1196,5 @@ impl HostIndex {
             }
         }
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_hold_exactly_the_set() {
-        let mut x = 7u32;
-        for n in [1usize, 9, 20, 38, 63, 64, 65] {
-            for round in 0..20u32 {
-                let mut t = HashTable::with_capacity(n);
-                let mut vals = Vec::new();
-                while vals.len() < n {
-                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                    // Dense small values in some rounds (many equal hashes' low bits).
-                    let v = if round % 2 == 0 { x >> 8 } else { (x >> 16) % 200 };
-                    if t.insert(v) {
-                        vals.push(v);
-                    }
-                }
-                let Some(b) = Buckets::new(&t) else {
-                    assert!(n > Buckets::MAX, "{n} values not in buckets");
-                    continue;
-                };
-                for &v in &vals {
-                    assert!(b.contains(v));
-                }
-                for probe in (0..2000).chain(vals.iter().map(|v| v.wrapping_add(1))) {
-                    assert_eq!(b.contains(probe), t.contains(probe), "{probe} in {vals:?}");
-                }
-            }
-        }
     }
 }

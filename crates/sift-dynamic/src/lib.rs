@@ -28,16 +28,18 @@
 //! naming it: run the expression with a static engine then.
 //!
 //! **Update cost**: an update copies the changed pass (its instruction
-//! pointers), the changed instruction (its value set), one chunk of pass
-//! pointers (16 to 31) and the chunk list (passes / 16): it never
-//! recompiles and does not depend on the other passes' contents.
+//! pointers and its steps, only the changed one prepared again), the
+//! changed instruction (its value set), one chunk of pass pointers (16 to
+//! 31) and the chunk list (passes / 16): it never recompiles and does not
+//! depend on the other passes' contents.
 //!
 //! **Concurrency**: the filter publishes immutable snapshots through an
 //! [`arc_swap::ArcSwap`]; [`FilterHandle`]s (cheap to clone, `Send + Sync`)
 //! read the current snapshot without taking a lock, and an update becomes
-//! visible atomically. Snapshots share passes and instructions through
-//! `Arc`s, so an update copies the pass list (pointers) and the changed pass
-//! only; old snapshots are freed when the last reader lets go.
+//! visible atomically; the updates made in one [`DynamicFilter::atomically`]
+//! call become visible together. Snapshots share passes and instructions
+//! through `Arc`s, so an update copies the pass list (pointers) and the
+//! changed pass only; old snapshots are freed when the last reader lets go.
 //!
 //! ```
 //! use sift_dynamic::{DynamicFilter, LinkType};
@@ -58,6 +60,26 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+/// The batch loop: `$body` (the verdict of the packet `$data`,
+/// `$wire_len`) on every item of `$items` in order, handing `(index,
+/// verdict)` to `$verdict`, while the headers of the packet
+/// [`PREFETCH_AHEAD`] places further are prefetched. A macro, not a
+/// function taking a closure: the body (calls of `inline(always)`
+/// functions) is then compiled into the loop itself, with no call per
+/// packet.
+macro_rules! batch {
+    ($items:expr, $packet:expr, $verdict:expr, |$data:ident, $wire_len:ident| $body:expr) => {{
+        let (items, packet, mut verdict) = ($items, $packet, $verdict);
+        for (i, item) in items.iter().enumerate() {
+            if let Some(ahead) = items.get(i + $crate::PREFETCH_AHEAD) {
+                sift_jit::simd::prefetch(packet(ahead).0);
+            }
+            let ($data, $wire_len): (&[u8], u32) = packet(item);
+            verdict(i, $body);
+        }
+    }};
+}
 
 mod exec;
 mod list;
@@ -131,6 +153,22 @@ impl Pass {
         Pass { instrs, copied, steps }
     }
 
+    /// This pass with `instrs` and `copied` marks, where only instruction
+    /// `changed` (if any) differs from this pass's: the other steps are
+    /// copied (their tables shared), not prepared again.
+    fn rebuild(&self, instrs: Vec<Arc<Instr>>, copied: Vec<bool>, changed: Option<usize>) -> Pass {
+        let steps = instrs
+            .iter()
+            .zip(&copied)
+            .enumerate()
+            .map(|(k, (i, &c))| match self.steps.get(k) {
+                Some(s) if Some(k) != changed => s.marked(c),
+                _ => Step::new(i, c),
+            })
+            .collect();
+        Pass { instrs, copied, steps }
+    }
+
     /// The instructions, in evaluation order.
     pub fn instrs(&self) -> impl ExactSizeIterator<Item = &Instr> {
         self.instrs.iter().map(|i| &**i)
@@ -144,8 +182,7 @@ impl Pass {
 
     /// How the packet path runs each instruction: `eq` (one value),
     /// `simd-sse2` (2 to [`SMALL_SET`] values in SIMD lanes; `lanes` off
-    /// x86-64), `buckets` (up to 64 values, branch-free buckets), `hash`
-    /// (a larger set), `ipv4-l4` (the fused IPv4 + protocol +
+    /// x86-64), `hash` (a larger set: its hash table), `ipv4-l4` (the fused IPv4 + protocol +
     /// not-a-fragment test), `either/...`, `all(...)`, `any(...)`,
     /// `alternatives(...)`, `unless(...)` / `unless-l4(...)` (alternatives
     /// of single tests, then none of a field pair's values), `range`,
@@ -189,8 +226,10 @@ pub struct Program {
     /// Copies of the first pass's first steps, held inline: the packet's
     /// first loads then depend on no pointer chase through the pass list,
     /// and a one-pass filter of up to [`HEAD`] instructions runs from here
-    /// alone. `None` without passes.
-    head: Option<Head>,
+    /// alone. `None` without passes. Shared with the previous snapshot
+    /// when an update left the first pass (and whether it is the only one)
+    /// as it was.
+    head: Option<Arc<Head>>,
     /// How the printed form addresses packet offsets (from the link type).
     origin: Origin,
     /// Runs of passes starting with `host X` tests for different `X`,
@@ -269,9 +308,9 @@ impl Program {
         match &head.fused {
             Some(f) => f.for_each_verdict(items, packet, verdict),
             None if head.single && !head.more => {
-                batch(items, packet, verdict, |d, w| Self::matches_inline(head, d, w))
+                batch!(items, packet, verdict, |d, w| Self::matches_inline(head, d, w))
             }
-            None => batch(items, packet, verdict, |d, w| self.matches_passes(head, d, w)),
+            None => batch!(items, packet, verdict, |d, w| self.matches_passes(head, d, w)),
         }
     }
 
@@ -374,24 +413,6 @@ impl Program {
 /// How many packets ahead a batch loop prefetches (the JIT's distance).
 pub const PREFETCH_AHEAD: usize = sift_jit::PREFETCH_AHEAD;
 
-/// The batch loop: `matches` on every item in order, the headers of the
-/// packet [`PREFETCH_AHEAD`] places further prefetched meanwhile.
-#[inline(always)]
-pub(crate) fn batch<T>(
-    items: &[T],
-    packet: impl Fn(&T) -> (&[u8], u32),
-    mut verdict: impl FnMut(usize, bool),
-    matches: impl Fn(&[u8], u32) -> bool,
-) {
-    for (i, item) in items.iter().enumerate() {
-        if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
-            sift_jit::simd::prefetch(packet(ahead).0);
-        }
-        let (data, wire_len) = packet(item);
-        verdict(i, matches(data, wire_len));
-    }
-}
-
 /// A listing: one line per pass, then one per instruction with its kind,
 /// a `*` when marked copied, and its expression text.
 impl fmt::Display for Program {
@@ -474,13 +495,24 @@ pub struct DynamicFilter {
     linktype: LinkType,
     current: Arc<Program>,
     shared: Arc<ArcSwap<Program>>,
+    /// Inside [`DynamicFilter::atomically`]: the passes as edited so far,
+    /// not yet published.
+    staged: Option<List<Pass>>,
+    /// Inside [`DynamicFilter::atomically`].
+    batching: bool,
 }
 
 impl DynamicFilter {
     /// An empty filter (no pass: rejects everything).
     pub fn new(linktype: LinkType) -> DynamicFilter {
         let current = Arc::new(Program { origin: Origin::of(linktype), ..Program::default() });
-        DynamicFilter { linktype, shared: Arc::new(ArcSwap::new(current.clone())), current }
+        DynamicFilter {
+            linktype,
+            shared: Arc::new(ArcSwap::new(current.clone())),
+            current,
+            staged: None,
+            batching: false,
+        }
     }
 
     /// Translates `expr` (compiled for `linktype`) into passes, or says what
@@ -552,25 +584,80 @@ impl DynamicFilter {
         self.current.to_expr()
     }
 
-    /// Number of passes.
+    /// Number of passes (inside [`DynamicFilter::atomically`]: as edited
+    /// so far).
     pub fn pass_count(&self) -> usize {
-        self.current.passes.len()
+        self.passes_now().len()
     }
 
-    /// Pass `index`.
+    /// Pass `index` (inside [`DynamicFilter::atomically`]: as edited so
+    /// far).
     pub fn pass(&self, index: usize) -> Option<&Pass> {
-        self.current.passes.get(index).map(|p| &**p)
+        self.passes_now().get(index).map(|p| &**p)
+    }
+
+    /// Runs `edits` (any of the update methods, any number of times) and
+    /// publishes their result as one snapshot: readers see every edit or
+    /// none, and the filter is published once (a server's IPv4 and IPv6
+    /// passes following a new data port together cost one publication). If
+    /// `edits` fails, none of its edits is kept. Nested calls join the
+    /// outer one. Between the edits, [`DynamicFilter::pass`] and
+    /// [`DynamicFilter::pass_count`] show the filter as edited so far; the
+    /// snapshot ([`DynamicFilter::program`], [`DynamicFilter::matches`])
+    /// stays the published one until the end.
+    pub fn atomically<R>(&mut self, edits: impl FnOnce(&mut DynamicFilter) -> Result<R, Error>) -> Result<R, Error> {
+        if self.batching {
+            return edits(self);
+        }
+        self.batching = true;
+        let r = edits(self);
+        self.batching = false;
+        let staged = self.staged.take();
+        if let (Ok(_), Some(passes)) = (&r, staged) {
+            self.publish(passes);
+        }
+        r
+    }
+
+    /// The passes edits apply to: the staged ones inside
+    /// [`DynamicFilter::atomically`], else the published ones.
+    fn passes_now(&self) -> &List<Pass> {
+        self.staged.as_ref().unwrap_or(&self.current.passes)
+    }
+
+    /// The passes to edit: the staged list itself, or a copy of the
+    /// published one (chunk pointers only).
+    fn take_passes(&mut self) -> List<Pass> {
+        self.staged.take().unwrap_or_else(|| self.current.passes.clone())
+    }
+
+    /// Publishes edited passes, or stages them inside
+    /// [`DynamicFilter::atomically`].
+    fn commit(&mut self, passes: List<Pass>) {
+        if self.batching {
+            self.staged = Some(passes);
+        } else {
+            self.publish(passes);
+        }
     }
 
     fn publish(&mut self, passes: List<Pass>) {
-        let head = Head::new(&passes);
+        let old = &self.current;
+        let same_first = match (passes.get(0), old.passes.get(0)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) && (passes.len() == 1) == (old.passes.len() == 1),
+            _ => false,
+        };
+        let head = match &old.head {
+            Some(h) if same_first => Some(h.clone()),
+            _ => Head::new(&passes).map(Arc::new),
+        };
         let p = Arc::new(Program { passes, head, origin: Origin::of(self.linktype), index: Default::default() });
         self.shared.store(p.clone());
         self.current = p;
     }
 
     fn check_pass(&self, pass: usize) -> Result<&Pass, Error> {
-        self.current.passes.get(pass).map(|p| &**p).ok_or(Error::NoSuchPass(pass))
+        self.passes_now().get(pass).map(|p| &**p).ok_or(Error::NoSuchPass(pass))
     }
 
     /// Recomputes the marks of pass `at` (relative to `at - 1`) after a
@@ -580,7 +667,7 @@ impl DynamicFilter {
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         let m = marks(&p.instrs, prev);
         if m != p.copied {
-            let np = Pass::build(p.instrs.clone(), m);
+            let np = p.rebuild(p.instrs.clone(), m, None);
             passes.set(at, Arc::new(np));
         }
     }
@@ -591,7 +678,7 @@ impl DynamicFilter {
         if at > self.pass_count() {
             return Err(Error::NoSuchPass(at));
         }
-        let mut passes = self.current.passes.clone();
+        let mut passes = self.take_passes();
         let prev = at.checked_sub(1).and_then(|i| passes.get(i)).map(|p| &**p);
         // An instruction equal to the previous pass's at the same position
         // shares it (and gets the copied mark): a pass added after its
@@ -609,17 +696,17 @@ impl DynamicFilter {
         let pass = Pass::new(instrs, prev);
         passes.insert(at, Arc::new(pass));
         Self::relink(&mut passes, at + 1);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
     /// Deletes pass `at`.
     pub fn delete_pass(&mut self, at: usize) -> Result<(), Error> {
         self.check_pass(at)?;
-        let mut passes = self.current.passes.clone();
+        let mut passes = self.take_passes();
         passes.remove(at);
         Self::relink(&mut passes, at);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
@@ -627,11 +714,11 @@ impl DynamicFilter {
     /// instruction marked copied. Returns the copy's index.
     pub fn duplicate_pass(&mut self, at: usize) -> Result<usize, Error> {
         let p = self.check_pass(at)?;
-        let copy = Pass::build(p.instrs.clone(), vec![true; p.instrs.len()]);
-        let mut passes = self.current.passes.clone();
+        let copy = p.rebuild(p.instrs.clone(), vec![true; p.instrs.len()], None);
+        let mut passes = self.take_passes();
         passes.insert(at + 1, Arc::new(copy));
         Self::relink(&mut passes, at + 2);
-        self.publish(passes);
+        self.commit(passes);
         Ok(at + 1)
     }
 
@@ -652,10 +739,11 @@ impl DynamicFilter {
         instrs[instr] = Arc::new(new);
         let mut copied = p.copied.clone();
         copied[instr] = false;
-        let mut passes = self.current.passes.clone();
-        passes.set(pass, Arc::new(Pass::build(instrs, copied)));
+        let rebuilt = p.rebuild(instrs, copied, Some(instr));
+        let mut passes = self.take_passes();
+        passes.set(pass, Arc::new(rebuilt));
         Self::relink(&mut passes, pass + 1);
-        self.publish(passes);
+        self.commit(passes);
         Ok(())
     }
 
@@ -897,6 +985,9 @@ mod tests {
         let f = DynamicFilter::from_expr("ip and tcp port (ssh or http or imap or smtp or pop3 or ftp)", LinkType::EN10MB).unwrap();
         assert_eq!(f.pass(0).unwrap().exec_kinds().len(), 2);
         agrees_on_cuts(&f, &f.to_expr());
+        // Both ports tested from one 4-byte load there.
+        let plan = format!("{:?}", f.program().head);
+        assert!(plan.contains("L4PortsLanes") && plan.contains("pairs: Some"), "{plan}");
     }
 
     /// Swift filter 6's shape: `not tcp port (...)` after `ip` runs as one
@@ -923,6 +1014,9 @@ mod tests {
         let f = DynamicFilter::from_expr(exprs[0], LinkType::EN10MB).unwrap();
         let kinds = f.pass(0).unwrap().exec_kinds();
         assert!(kinds[1].starts_with("unless-l4(none-of"), "{kinds:?}");
+        // The two ports in one test (adjacent halfwords, three values).
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(kinds[1], "unless-l4(none-of/halves-sse2)");
         let plan = format!("{:?}", f.program().head);
         assert!(plan.contains("Straight") && plan.contains("NoneOf"), "{plan}");
     }

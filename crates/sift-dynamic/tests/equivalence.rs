@@ -293,7 +293,33 @@ fn random_updates_match_a_fresh_static_compile() {
         let mut f = DynamicFilter::from_expr(seed, lt).unwrap();
         let mut log = vec![seed.to_string()];
         for _ in 0..150 {
-            log.push(random_update(&mut rng, &mut f));
+            match rng.index(10) {
+                // A few updates published as one snapshot.
+                0 => {
+                    let k = 1 + rng.index(3);
+                    let mut done = Vec::new();
+                    f.atomically(|f| {
+                        for _ in 0..k {
+                            done.push(random_update(&mut rng, f));
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                    log.push(format!("atomically [{}]", done.join("; ")));
+                }
+                // A failing batch keeps none of its edits.
+                1 => {
+                    let before = (f.to_expr(), f.pass_count());
+                    let r: Result<(), Error> = f.atomically(|f| {
+                        random_update(&mut rng, f);
+                        Err(Error::NoSuchPass(usize::MAX))
+                    });
+                    assert!(r.is_err());
+                    assert_eq!((f.to_expr(), f.pass_count()), before, "a failed batch changed the filter");
+                    log.push("failed batch".into());
+                }
+                _ => log.push(random_update(&mut rng, &mut f)),
+            }
             if f.pass_count() > 60 {
                 f.delete_pass(rng.index(f.pass_count())).unwrap();
             }
@@ -363,6 +389,70 @@ fn concurrent_reader_sees_no_torn_state() {
             f.poke(d, 1, u32::from(next)).unwrap();
             f.delete_pass(1).unwrap();
         }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen = reader.join().unwrap();
+    eprintln!("reader checked {seen} snapshots");
+}
+
+/// Edits made in one [`DynamicFilter::atomically`] call are seen together:
+/// a reader racing the writer sees exactly one port accepted, never the
+/// states between the edits of a move.
+#[test]
+fn atomic_batches_are_never_seen_half_done() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    const PORTS: u16 = 32;
+    let pkts: Vec<Vec<u8>> = (0..PORTS)
+        .map(|port| {
+            let mut p = vec![0u8; 54];
+            p[12] = 8;
+            p[14] = 0x45;
+            p[23] = 6;
+            p[36..38].copy_from_slice(&port.to_be_bytes());
+            p
+        })
+        .collect();
+    let mut f = DynamicFilter::from_expr("tcp dst port 0", LinkType::EN10MB).unwrap();
+    let h = f.handle();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut reader = h.reader();
+            let mut seen = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let hits = pkts.iter().filter(|p| reader.matches(p, 54)).count();
+                // The reader may move to a newer snapshot between packets:
+                // check one snapshot's verdicts too.
+                let snap = h.snapshot();
+                let snap_hits: Vec<usize> = (0..pkts.len()).filter(|&i| snap.matches(&pkts[i], 54)).collect();
+                assert_eq!(snap_hits.len(), 1, "half-done batch: {snap_hits:?}\n{}", snap.to_expr());
+                assert!(hits <= 2);
+                seen += 1;
+            }
+            seen
+        })
+    };
+    for round in 0..10_000u32 {
+        let cur = (round % u32::from(PORTS)) as u16;
+        let next = (cur + 1) % PORTS;
+        let r = if round % 2 == 0 {
+            f.atomically(|f| {
+                f.add_value(1, 1, u32::from(next))?;
+                f.remove_value(1, 1, u32::from(cur))
+            })
+        } else {
+            f.atomically(|f| {
+                let d = f.duplicate_pass(1)?;
+                f.poke(d, 1, u32::from(next))?;
+                assert_eq!(f.pass_count(), 3, "the batch sees its own edits");
+                f.delete_pass(1)
+            })
+        };
+        r.unwrap();
+        assert_eq!(f.pass_count(), 2);
     }
     stop.store(true, Ordering::Relaxed);
     let seen = reader.join().unwrap();
