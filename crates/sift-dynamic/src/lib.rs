@@ -609,10 +609,20 @@ impl DynamicFilter {
         if self.batching {
             return edits(self);
         }
+        /// Ends the batch however `edits` ends, unwinding included (a
+        /// caught panic leaves the filter as published, not stuck batching).
+        struct EndBatch<'a>(&'a mut DynamicFilter);
+        impl Drop for EndBatch<'_> {
+            fn drop(&mut self) {
+                self.0.batching = false;
+                self.0.staged = None;
+            }
+        }
         self.batching = true;
-        let r = edits(self);
-        self.batching = false;
-        let staged = self.staged.take();
+        let guard = EndBatch(self);
+        let r = edits(&mut *guard.0);
+        let staged = guard.0.staged.take();
+        drop(guard);
         if let (Ok(_), Some(passes)) = (&r, staged) {
             self.publish(passes);
         }

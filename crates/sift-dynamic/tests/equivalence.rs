@@ -567,3 +567,29 @@ fn ftp_filter_updates_match_the_expression() {
         assert_eq!(dynf.count_matches(&pkts, |p| (&p.0, p.1)), n);
     }
 }
+
+/// A panic inside `atomically` that the caller catches leaves the filter as
+/// it was published, and later updates publish again.
+#[test]
+fn a_caught_panic_in_atomically_keeps_the_published_filter() {
+    let mut f = DynamicFilter::from_expr("tcp dst port 21", LinkType::EN10MB).unwrap();
+    let before = f.to_expr();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = f.atomically(|f| {
+            f.add_value(1, 1, 2121)?;
+            panic!("caller's bug");
+            #[allow(unreachable_code)]
+            Ok(())
+        });
+    }));
+    assert!(r.is_err());
+    assert_eq!(f.to_expr(), before, "the staged edit is dropped");
+    f.add_value(1, 1, 2222).unwrap();
+    assert!(f.to_expr().contains("2222") || f.to_expr().contains("0x8ae"), "{}", f.to_expr());
+    let mut pkt = vec![0u8; 54];
+    pkt[12] = 8;
+    pkt[14] = 0x45;
+    pkt[23] = 6;
+    pkt[36..38].copy_from_slice(&2222u16.to_be_bytes());
+    assert!(f.handle().reader().matches(&pkt, 54), "published after the panic");
+}
