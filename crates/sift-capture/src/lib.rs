@@ -40,6 +40,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use frame::{FrameHeader, Framing};
 use sift::{Filter, Insn};
@@ -737,9 +738,9 @@ impl Capture {
         self.counters.kernel_packets += u64::from(packets);
         self.counters.kernel_drops += u64::from(drops);
         let c = &self.counters;
-        let dropped_by_interface = c
-            .interface_drops_at_start
-            .map_or(0, |start| interface_drops(&self.iface.name).saturating_sub(start));
+        let dropped_by_interface = c.interface_drops_at_start.map_or(0, |start| {
+            interface_drops(&self.iface.name).saturating_sub(start)
+        });
         Ok(Stats {
             captured: c.delivered,
             received_by_filter: c.kernel_packets,
@@ -905,7 +906,6 @@ pub struct Block<'c> {
 }
 
 impl Block<'_> {
-
     /// The packets of the block that pass the filter, rebuilt in place
     /// (VLAN tags back, SLL2 headers) and truncated to the snapshot length.
     /// A block can be iterated once: a second call yields nothing.
@@ -931,6 +931,9 @@ impl Block<'_> {
             filter: self.filter,
             user_filter: self.user_filter,
             counters: self.counters,
+            budget: None,
+            budget_spent: false,
+            prefetched: 0,
         }
     }
 }
@@ -960,6 +963,10 @@ pub struct Packet<'b> {
     pub vlan_reinserted: bool,
 }
 
+/// How far ahead of the frame being read the iterator asks for cache
+/// lines.
+const PREFETCH_AHEAD: usize = 2048;
+
 /// Iterator over the packets of a [`Block`].
 pub struct Packets<'b> {
     rest: &'b mut [u8],
@@ -969,15 +976,65 @@ pub struct Packets<'b> {
     filter: Option<&'b UserPredicate>,
     user_filter: UserFilter,
     counters: &'b mut Counters,
+    /// `-c`: the count of packets taken (shared by fanout workers) and the
+    /// limit; each packet takes one before it is yielded.
+    budget: Option<(&'b AtomicU64, u64)>,
+    budget_spent: bool,
+    /// Bytes from the start of `rest` asked for with a prefetch.
+    prefetched: usize,
+}
+
+impl<'b> Packets<'b> {
+    /// The `remaining` packets of the frames in `rest` (unfiltered).
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        rest: &'b mut [u8],
+        remaining: u32,
+        framing: Framing,
+        counters: &'b mut Counters,
+    ) -> Self {
+        Packets {
+            rest,
+            remaining,
+            framing,
+            snaplen: DEFAULT_SNAPLEN as usize,
+            filter: None,
+            user_filter: UserFilter::None,
+            counters,
+            budget: None,
+            budget_spent: false,
+            prefetched: 0,
+        }
+    }
+
+    /// Yields packets only while `taken` (incremented for each one) stays
+    /// below `limit`; see [`Packets::budget_spent`].
+    pub(crate) fn with_budget(mut self, taken: &'b AtomicU64, limit: u64) -> Self {
+        self.budget = Some((taken, limit));
+        self
+    }
+
+    /// Did the iteration end because the budget of
+    /// [`Packets::with_budget`] was spent?
+    pub(crate) fn budget_spent(&self) -> bool {
+        self.budget_spent
+    }
 }
 
 impl<'b> Iterator for Packets<'b> {
     type Item = Packet<'b>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Packet<'b>> {
         while self.remaining > 0 {
             self.remaining -= 1;
             let rest = std::mem::take(&mut self.rest);
+            // Every cache line of the block once, PREFETCH_AHEAD bytes
+            // before it is read.
+            while self.prefetched < PREFETCH_AHEAD {
+                sys::prefetch(rest.as_ptr().wrapping_add(self.prefetched));
+                self.prefetched += 64;
+            }
             let Some(h) = FrameHeader::parse(rest) else {
                 self.counters.malformed += u64::from(self.remaining) + 1;
                 self.remaining = 0;
@@ -996,7 +1053,11 @@ impl<'b> Iterator for Packets<'b> {
                 rest.split_at_mut(len)
             };
             self.rest = tail;
-            let Some(r) = frame::rebuild(frame, &h, self.framing) else {
+            self.prefetched = self.prefetched.saturating_sub(frame.len());
+            // Most frames are used as they are; the others are parsed again
+            // (so that the header need not be kept in memory for them).
+            let as_is = frame::as_is(frame.len(), &h, self.framing);
+            let Some(r) = as_is.or_else(|| frame::rebuild_frame(frame, self.framing)) else {
                 self.counters.malformed += 1;
                 continue;
             };
@@ -1017,6 +1078,13 @@ impl<'b> Iterator for Packets<'b> {
                         self.counters.userland_rejected += 1;
                         continue;
                     }
+                }
+            }
+            if let Some((taken, limit)) = self.budget {
+                if taken.fetch_add(1, Ordering::Relaxed) >= limit {
+                    self.budget_spent = true;
+                    self.remaining = 0;
+                    return None;
                 }
             }
             self.counters.delivered += 1;
