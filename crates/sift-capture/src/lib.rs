@@ -82,13 +82,14 @@ impl Default for RingConfig {
 }
 
 impl RingConfig {
-    /// A ring of about `bytes` (tcpdump's `-B`) in 8 blocks (power-of-two
-    /// sizes, 64 KiB to 1 MiB; more blocks above 8 MiB): smaller blocks go
-    /// back to the kernel sooner, so a reader that falls behind for a
-    /// moment loses less; larger ones mean fewer wakeups (libpcap uses 16
-    /// blocks of 256 KiB for tcpdump's default 4 MiB).
+    /// A ring of about `bytes` (tcpdump's `-B`) in 4 blocks (power-of-two
+    /// sizes, 64 KiB to 1 MiB; more blocks above 4 MiB). Fewer, larger
+    /// blocks mean fewer wakeups, and each costs more than the reads of
+    /// the block's packets (libpcap uses 16 blocks of 256 KiB for
+    /// tcpdump's default 4 MiB); while the reader is woken, the kernel
+    /// fills the other 3/4 of the ring.
     pub fn for_buffer(bytes: u64, block_timeout_ms: u32) -> RingConfig {
-        let per_block = (bytes / 8).clamp(64 << 10, 1 << 20);
+        let per_block = (bytes / 4).clamp(64 << 10, 1 << 20);
         // The largest power of two not above per_block.
         let block_size = 1u32 << (63 - per_block.leading_zeros());
         let block_count = u32::try_from((bytes / u64::from(block_size)).max(2)).unwrap_or(u32::MAX);
@@ -1333,9 +1334,10 @@ mod tests {
             let c = RingConfig::for_buffer(kib << 10, 1000);
             (c.block_size >> 10, c.block_count)
         };
-        assert_eq!(r(4096), (512, 8));
+        assert_eq!(r(4096), (1024, 4));
         assert_eq!(r(256), (64, 4));
-        assert_eq!(r(2000), (128, 15));
+        assert_eq!(r(512), (128, 4));
+        assert_eq!(r(2000), (256, 7));
         assert_eq!(r(65536), (1024, 64));
         assert_eq!(r(1), (64, 2));
     }

@@ -289,7 +289,7 @@ fn write_all_vectored(out: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Res
 /// (one slice for a run of them); longer ones are written from the ring.
 const COPY_MAX: usize = 256;
 /// Staging buffer for record headers and short packets.
-const STAGE_BYTES: usize = 64 << 10;
+const STAGE_BYTES: usize = 32 << 10;
 /// Slices per `writev`: 512 × 16 bytes keeps the kernel's copy of the
 /// vector in its small-object allocator (a larger one goes to the page
 /// allocator on every call).
