@@ -965,8 +965,13 @@ pub struct Packet<'b> {
 }
 
 /// How far ahead of the frame being read the iterator asks for cache
-/// lines.
+/// lines, when frames are short.
 const PREFETCH_AHEAD: usize = 2048;
+/// Frames of up to this many bytes (headers included) are short.
+const SMALL_FRAME: usize = 512;
+/// How many frames ahead the iterator asks for the header, when frames
+/// are long.
+const FRAMES_AHEAD: usize = 16;
 
 /// Iterator over the packets of a [`Block`].
 pub struct Packets<'b> {
@@ -1022,6 +1027,30 @@ impl<'b> Packets<'b> {
     }
 }
 
+impl Packets<'_> {
+    /// Asks for the cache lines of the frames after the current one (at
+    /// the start of `rest`, `next` bytes long) before they are read: the
+    /// kernel wrote them, most likely from another CPU.
+    #[inline(always)]
+    fn prefetch(&mut self, rest: &[u8], next: usize) {
+        if next <= SMALL_FRAME {
+            // Short packets are read whole (copied, filtered): every line
+            // of the block, once, PREFETCH_AHEAD bytes before it is read.
+            while self.prefetched < PREFETCH_AHEAD {
+                sys::prefetch(rest.as_ptr().wrapping_add(self.prefetched));
+                self.prefetched += 64;
+            }
+        } else {
+            // Long packets are mostly written from the ring, unread: only
+            // the header of the frame FRAMES_AHEAD further on, if frames
+            // keep this size.
+            let at = rest.as_ptr().wrapping_add(next.wrapping_mul(FRAMES_AHEAD));
+            sys::prefetch(at);
+            sys::prefetch(at.wrapping_add(64));
+        }
+    }
+}
+
 impl<'b> Iterator for Packets<'b> {
     type Item = Packet<'b>;
 
@@ -1030,18 +1059,13 @@ impl<'b> Iterator for Packets<'b> {
         while self.remaining > 0 {
             self.remaining -= 1;
             let rest = std::mem::take(&mut self.rest);
-            // Every cache line of the block once, PREFETCH_AHEAD bytes
-            // before it is read.
-            while self.prefetched < PREFETCH_AHEAD {
-                sys::prefetch(rest.as_ptr().wrapping_add(self.prefetched));
-                self.prefetched += 64;
-            }
             let Some(h) = FrameHeader::parse(rest) else {
                 self.counters.malformed += u64::from(self.remaining) + 1;
                 self.remaining = 0;
                 return None;
             };
             let next = h.next_offset as usize;
+            self.prefetch(rest, next);
             let (frame, tail) = if self.remaining > 0 && next > 0 && next <= rest.len() {
                 rest.split_at_mut(next)
             } else {
