@@ -194,7 +194,7 @@ pub fn as_is(frame_len: usize, h: &FrameHeader, framing: Framing) -> Option<Rebu
     let snap = h.snaplen as usize;
     if reinsert_vlan && h.has_stripped_vlan() && snap >= 12
         || mac < SLL_OFFSET + 20
-        || mac + snap > frame_len
+        || mac.checked_add(snap).is_none_or(|end| end > frame_len)
     {
         return None;
     }
