@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! sudo cargo run --release -p sift-capture --example capture_bench -- \
-//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES]
+//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES] [SIFT_BLOCKS]
 //! ```
 //!
 //! Defaults: 2,000,000 packets per rate; rates `100000,200000,400000,max`
@@ -15,8 +15,9 @@
 //! the flood matches); 2 sender threads; 4096 KiB rings (a smaller ring
 //! shows the kernel's drops at the rates this sender reaches); 60-byte
 //! frames (up to 1514: larger frames fill the rings sooner at the same
-//! packet rate, so that drops show). The sender is this program in the
-//! other namespace: each thread has its own AF_PACKET socket with
+//! packet rate, so that drops show); sift's ring in as many blocks as
+//! `sift -B RING_KIB` uses (SIFT_BLOCKS 0) or in SIFT_BLOCKS blocks. The
+//! sender is this program in the other namespace: each thread has its own AF_PACKET socket with
 //! `PACKET_QDISC_BYPASS` (frames go straight to the veth driver) and sends
 //! a pre-built batch of 1,024 frames 64 at a time with `sendmmsg`.
 //!
@@ -75,20 +76,28 @@ fn frame(n: u64, size: usize) -> Vec<u8> {
 }
 
 /// The ring sift gets for `kib` KiB (tcpdump gets `-B kib`), as `sift -B`
-/// sets it up ([`RingConfig::for_buffer`]: 8 blocks of 64 KiB–1 MiB),
+/// sets it up ([`RingConfig::for_buffer`]: 4 blocks of 64 KiB–1 MiB),
 /// blocks retired after 1 s at the latest (what `sift -w FILE` uses without
 /// `-U`, and what libpcap sets up for tcpdump).
-fn ring(kib: u32) -> RingConfig {
-    RingConfig::for_buffer(u64::from(kib) * 1024, 1000)
+fn ring(kib: u32, blocks: Option<u32>) -> RingConfig {
+    let mut ring = RingConfig::for_buffer(u64::from(kib) * 1024, 1000);
+    if let Some(n) = blocks.filter(|&n| n > 0) {
+        // `kib` in `n` blocks instead (a power of two each, as the kernel
+        // wants).
+        ring.block_count = n;
+        ring.block_size = (kib * 1024 / n).next_power_of_two();
+    }
+    ring
 }
 
-/// The child mode: `capture_bench --sift-child IFACE EXPR KIB` runs sift's
-/// capture loop (inside the namespace `ip netns exec` put it in).
-fn sift_child(iface: &str, expr: &str, kib: u32) -> ! {
+/// The child mode: `capture_bench --sift-child IFACE EXPR KIB [BLOCKS]`
+/// runs sift's capture loop (inside the namespace `ip netns exec` put it
+/// in).
+fn sift_child(iface: &str, expr: &str, kib: u32, blocks: Option<u32>) -> ! {
     let mut args = CaptureArgs::new(iface);
     args.expression = expr.to_string();
     args.write = Some("/dev/null".into());
-    args.ring = ring(kib);
+    args.ring = ring(kib, blocks);
     match sift_capture::capture_main(&args) {
         Ok(_) => std::process::exit(0),
         Err(e) => {
@@ -161,7 +170,8 @@ struct Run {
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--sift-child") {
-        sift_child(&argv[2], &argv[3], argv[4].parse().expect("KiB"));
+        let blocks = argv.get(5).and_then(|b| b.parse().ok());
+        sift_child(&argv[2], &argv[3], argv[4].parse().expect("KiB"), blocks);
     }
     if argv.get(1).map(String::as_str) == Some("--flood") {
         let n = argv[3].parse().expect("count");
@@ -187,6 +197,7 @@ fn main() {
     let threads: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(2);
     let kib: u32 = argv.get(5).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let size: usize = argv.get(6).and_then(|s| s.parse().ok()).unwrap_or(60);
+    let blocks: u32 = argv.get(7).and_then(|s| s.parse().ok()).unwrap_or(0);
 
     let id = std::process::id();
     let pair = Pair {
@@ -216,8 +227,11 @@ fn main() {
     }
     let exe = std::env::current_exe().unwrap();
     let mpkts = packets as f64 / 1e6;
+    let geometry = ring(kib, Some(blocks));
     println!(
-        "filter {expr:?}, {packets} packets of {size} bytes per rate, {threads} sender threads, {kib} KiB ring each"
+        "filter {expr:?}, {packets} packets of {size} bytes per rate, {threads} sender threads, {kib} KiB ring each (sift: {} blocks of {} KiB)",
+        geometry.block_count,
+        geometry.block_size >> 10
     );
     println!("| offered (achieved) | sift captured / kernel drops / sift drops / CPU s per Mpkt | tcpdump captured / kernel drops / CPU s per Mpkt | sift CPU / tcpdump CPU |");
     println!("|---|---|---|---|");
@@ -226,6 +240,7 @@ fn main() {
             .args(["netns", "exec", &pair.b])
             .arg(&exe)
             .args(["--sift-child", &vb, &expr, &kib.to_string()])
+            .arg(blocks.to_string())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

@@ -115,6 +115,7 @@ pub struct FrameHeader {
 
 impl FrameHeader {
     /// Decodes the frame header at the start of `frame`.
+    #[inline]
     pub fn parse(frame: &[u8]) -> Option<FrameHeader> {
         let sll = frame.get(SLL_OFFSET..SLL_OFFSET + 20)?;
         let mut addr = [0u8; 8];
@@ -175,6 +176,47 @@ pub struct Rebuilt {
 /// network-layer data. `None` when the frame's offsets are inconsistent
 /// or the headroom is too small (the packet cannot be presented).
 pub fn rebuild(frame: &mut [u8], h: &FrameHeader, framing: Framing) -> Option<Rebuilt> {
+    if let Some(r) = as_is(frame.len(), h, framing) {
+        return Some(r);
+    }
+    rebuild_in_place(frame, h, framing)
+}
+
+/// The common case of [`rebuild`], which leaves the frame alone: a raw
+/// packet without a stripped VLAN tag to put back. `None` when the frame
+/// needs rewriting, or is not consistent.
+#[inline]
+pub fn as_is(frame_len: usize, h: &FrameHeader, framing: Framing) -> Option<Rebuilt> {
+    let Framing::Raw { reinsert_vlan } = framing else {
+        return None;
+    };
+    let mac = usize::from(h.mac);
+    let snap = h.snaplen as usize;
+    if reinsert_vlan && h.has_stripped_vlan() && snap >= 12
+        || mac < SLL_OFFSET + 20
+        || mac.checked_add(snap).is_none_or(|end| end > frame_len)
+    {
+        return None;
+    }
+    Some(Rebuilt {
+        start: mac,
+        caplen: snap,
+        wire_len: h.len,
+        vlan_reinserted: false,
+    })
+}
+
+/// [`rebuild`] for a frame whose header was not kept (parsed again here):
+/// the rare path of a reader that tried [`as_is`] first.
+#[cold]
+#[inline(never)]
+pub fn rebuild_frame(frame: &mut [u8], framing: Framing) -> Option<Rebuilt> {
+    let h = FrameHeader::parse(frame)?;
+    rebuild(frame, &h, framing)
+}
+
+/// [`rebuild`] for the frames [`as_is`] does not take.
+fn rebuild_in_place(frame: &mut [u8], h: &FrameHeader, framing: Framing) -> Option<Rebuilt> {
     let mac = usize::from(h.mac);
     let snap = usize::try_from(h.snaplen).ok()?;
     let end = mac.checked_add(snap)?;
@@ -282,6 +324,23 @@ pub(crate) mod tests {
         let m = usize::from(mac);
         f[m..m + data.len()].copy_from_slice(data);
         f
+    }
+
+    /// A TPACKET_V3 block holding `frames` (each from [`frame`]), chained
+    /// by their `tp_next_offset`, without the block descriptor.
+    pub(crate) fn block(frames: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (i, f) in frames.iter().enumerate() {
+            let at = b.len();
+            b.extend_from_slice(f);
+            let next = if i + 1 < frames.len() {
+                f.len() as u32
+            } else {
+                0
+            };
+            b[at..at + 4].copy_from_slice(&next.to_ne_bytes());
+        }
+        b
     }
 
     fn eth_packet() -> Vec<u8> {

@@ -40,6 +40,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use frame::{FrameHeader, Framing};
 use sift::{Filter, Insn};
@@ -81,13 +82,14 @@ impl Default for RingConfig {
 }
 
 impl RingConfig {
-    /// A ring of about `bytes` (tcpdump's `-B`) in 8 blocks (power-of-two
-    /// sizes, 64 KiB to 1 MiB; more blocks above 8 MiB): smaller blocks go
-    /// back to the kernel sooner, so a reader that falls behind for a
-    /// moment loses less; larger ones mean fewer wakeups (libpcap uses 16
-    /// blocks of 256 KiB for tcpdump's default 4 MiB).
+    /// A ring of about `bytes` (tcpdump's `-B`) in 4 blocks (power-of-two
+    /// sizes, 64 KiB to 1 MiB; more blocks above 4 MiB). Fewer, larger
+    /// blocks mean fewer wakeups, and each costs more than the reads of
+    /// the block's packets (libpcap uses 16 blocks of 256 KiB for
+    /// tcpdump's default 4 MiB); while the reader is woken, the kernel
+    /// fills the other 3/4 of the ring.
     pub fn for_buffer(bytes: u64, block_timeout_ms: u32) -> RingConfig {
-        let per_block = (bytes / 8).clamp(64 << 10, 1 << 20);
+        let per_block = (bytes / 4).clamp(64 << 10, 1 << 20);
         // The largest power of two not above per_block.
         let block_size = 1u32 << (63 - per_block.leading_zeros());
         let block_count = u32::try_from((bytes / u64::from(block_size)).max(2)).unwrap_or(u32::MAX);
@@ -737,9 +739,9 @@ impl Capture {
         self.counters.kernel_packets += u64::from(packets);
         self.counters.kernel_drops += u64::from(drops);
         let c = &self.counters;
-        let dropped_by_interface = c
-            .interface_drops_at_start
-            .map_or(0, |start| interface_drops(&self.iface.name).saturating_sub(start));
+        let dropped_by_interface = c.interface_drops_at_start.map_or(0, |start| {
+            interface_drops(&self.iface.name).saturating_sub(start)
+        });
         Ok(Stats {
             captured: c.delivered,
             received_by_filter: c.kernel_packets,
@@ -905,7 +907,6 @@ pub struct Block<'c> {
 }
 
 impl Block<'_> {
-
     /// The packets of the block that pass the filter, rebuilt in place
     /// (VLAN tags back, SLL2 headers) and truncated to the snapshot length.
     /// A block can be iterated once: a second call yields nothing.
@@ -931,6 +932,9 @@ impl Block<'_> {
             filter: self.filter,
             user_filter: self.user_filter,
             counters: self.counters,
+            budget: None,
+            budget_spent: false,
+            prefetched: 0,
         }
     }
 }
@@ -960,6 +964,15 @@ pub struct Packet<'b> {
     pub vlan_reinserted: bool,
 }
 
+/// How far ahead of the frame being read the iterator asks for cache
+/// lines, when frames are short.
+const PREFETCH_AHEAD: usize = 2048;
+/// Frames of up to this many bytes (headers included) are short.
+const SMALL_FRAME: usize = 512;
+/// How many frames ahead the iterator asks for the header, when frames
+/// are long.
+const FRAMES_AHEAD: usize = 16;
+
 /// Iterator over the packets of a [`Block`].
 pub struct Packets<'b> {
     rest: &'b mut [u8],
@@ -969,11 +982,79 @@ pub struct Packets<'b> {
     filter: Option<&'b UserPredicate>,
     user_filter: UserFilter,
     counters: &'b mut Counters,
+    /// `-c`: the count of packets taken (shared by fanout workers) and the
+    /// limit; each packet takes one before it is yielded.
+    budget: Option<(&'b AtomicU64, u64)>,
+    budget_spent: bool,
+    /// Bytes from the start of `rest` asked for with a prefetch.
+    prefetched: usize,
+}
+
+impl<'b> Packets<'b> {
+    /// The `remaining` packets of the frames in `rest` (unfiltered).
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        rest: &'b mut [u8],
+        remaining: u32,
+        framing: Framing,
+        counters: &'b mut Counters,
+    ) -> Self {
+        Packets {
+            rest,
+            remaining,
+            framing,
+            snaplen: DEFAULT_SNAPLEN as usize,
+            filter: None,
+            user_filter: UserFilter::None,
+            counters,
+            budget: None,
+            budget_spent: false,
+            prefetched: 0,
+        }
+    }
+
+    /// Yields packets only while `taken` (incremented for each one) stays
+    /// below `limit`; see [`Packets::budget_spent`].
+    pub(crate) fn with_budget(mut self, taken: &'b AtomicU64, limit: u64) -> Self {
+        self.budget = Some((taken, limit));
+        self
+    }
+
+    /// Did the iteration end because the budget of
+    /// [`Packets::with_budget`] was spent?
+    pub(crate) fn budget_spent(&self) -> bool {
+        self.budget_spent
+    }
+}
+
+impl Packets<'_> {
+    /// Asks for the cache lines of the frames after the current one (at
+    /// the start of `rest`, `next` bytes long) before they are read: the
+    /// kernel wrote them, most likely from another CPU.
+    #[inline(always)]
+    fn prefetch(&mut self, rest: &[u8], next: usize) {
+        if next <= SMALL_FRAME {
+            // Short packets are read whole (copied, filtered): every line
+            // of the block, once, PREFETCH_AHEAD bytes before it is read.
+            while self.prefetched < PREFETCH_AHEAD {
+                sys::prefetch(rest.as_ptr().wrapping_add(self.prefetched));
+                self.prefetched += 64;
+            }
+        } else {
+            // Long packets are mostly written from the ring, unread: only
+            // the header of the frame FRAMES_AHEAD further on, if frames
+            // keep this size.
+            let at = rest.as_ptr().wrapping_add(next.wrapping_mul(FRAMES_AHEAD));
+            sys::prefetch(at);
+            sys::prefetch(at.wrapping_add(64));
+        }
+    }
 }
 
 impl<'b> Iterator for Packets<'b> {
     type Item = Packet<'b>;
 
+    #[inline(always)]
     fn next(&mut self) -> Option<Packet<'b>> {
         while self.remaining > 0 {
             self.remaining -= 1;
@@ -984,6 +1065,7 @@ impl<'b> Iterator for Packets<'b> {
                 return None;
             };
             let next = h.next_offset as usize;
+            self.prefetch(rest, next);
             let (frame, tail) = if self.remaining > 0 && next > 0 && next <= rest.len() {
                 rest.split_at_mut(next)
             } else {
@@ -996,7 +1078,11 @@ impl<'b> Iterator for Packets<'b> {
                 rest.split_at_mut(len)
             };
             self.rest = tail;
-            let Some(r) = frame::rebuild(frame, &h, self.framing) else {
+            self.prefetched = self.prefetched.saturating_sub(frame.len());
+            // Most frames are used as they are; the others are parsed again
+            // (so that the header need not be kept in memory for them).
+            let as_is = frame::as_is(frame.len(), &h, self.framing);
+            let Some(r) = as_is.or_else(|| frame::rebuild_frame(frame, self.framing)) else {
                 self.counters.malformed += 1;
                 continue;
             };
@@ -1017,6 +1103,13 @@ impl<'b> Iterator for Packets<'b> {
                         self.counters.userland_rejected += 1;
                         continue;
                     }
+                }
+            }
+            if let Some((taken, limit)) = self.budget {
+                if taken.fetch_add(1, Ordering::Relaxed) >= limit {
+                    self.budget_spent = true;
+                    self.remaining = 0;
+                    return None;
                 }
             }
             self.counters.delivered += 1;
@@ -1265,9 +1358,10 @@ mod tests {
             let c = RingConfig::for_buffer(kib << 10, 1000);
             (c.block_size >> 10, c.block_count)
         };
-        assert_eq!(r(4096), (512, 8));
+        assert_eq!(r(4096), (1024, 4));
         assert_eq!(r(256), (64, 4));
-        assert_eq!(r(2000), (128, 15));
+        assert_eq!(r(512), (128, 4));
+        assert_eq!(r(2000), (256, 7));
         assert_eq!(r(65536), (1024, 64));
         assert_eq!(r(1), (64, 2));
     }

@@ -13,7 +13,7 @@ use crate::output::{FileFormat, Output, OutputSpec, Rotation, Written};
 use crate::updates::{self, LiveFilter};
 
 use crate::{
-    sys, Capture, Config, Error, Fanout, FanoutMode, Packet, Placement, RingConfig, Stats,
+    sys, Capture, Config, Error, Fanout, FanoutMode, Packet, Packets, Placement, RingConfig, Stats,
 };
 
 /// Everything `sift -i IFACE [options] [expression]` needs.
@@ -191,8 +191,7 @@ struct Consumed {
 
 /// A consumer of the packets of one block (an iterator borrowing the
 /// block, so the consumer may keep the packets' bytes until it returns).
-type BlockConsumer<'f> =
-    dyn FnMut(&mut dyn Iterator<Item = Packet<'_>>) -> io::Result<Consumed> + 'f;
+type BlockConsumer<'f> = dyn FnMut(&mut Packets<'_>) -> io::Result<Consumed> + 'f;
 
 /// The loop of [`capture_with`], one packet at a time.
 fn capture_loop(
@@ -256,18 +255,13 @@ fn capture_blocks(
         let Some(mut block) = cap.next_block(tick).map_err(|e| e.to_string())? else {
             continue;
         };
-        let mut budget_spent = false;
-        let done = if counting {
-            // The shared count is only kept when there is a limit.
-            let mut packets = block.packets().take_while(|_| {
-                budget_spent = taken.fetch_add(1, Ordering::Relaxed) >= limit;
-                !budget_spent
-            });
-            on_block(&mut packets)
-        } else {
-            on_block(&mut block.packets())
+        // The shared count is only kept when there is a limit.
+        let mut packets = match counting {
+            true => block.packets().with_budget(taken, limit),
+            false => block.packets(),
         };
-        let done = done.map_err(|e| format!("write error: {e}"))?;
+        let done = on_block(&mut packets).map_err(|e| format!("write error: {e}"))?;
+        let budget_spent = packets.budget_spent();
         captured += done.packets;
         if done.stop || budget_spent {
             break;
@@ -295,7 +289,7 @@ fn write_all_vectored(out: &mut File, mut slices: &mut [IoSlice<'_>]) -> io::Res
 /// (one slice for a run of them); longer ones are written from the ring.
 const COPY_MAX: usize = 256;
 /// Staging buffer for record headers and short packets.
-const STAGE_BYTES: usize = 64 << 10;
+const STAGE_BYTES: usize = 32 << 10;
 /// Slices per `writev`: 512 × 16 bytes keeps the kernel's copy of the
 /// vector in its small-object allocator (a larger one goes to the page
 /// allocator on every call).
@@ -309,78 +303,127 @@ enum Piece<'a> {
     Ring(&'a [u8]),
 }
 
-/// The pieces of the next `writev`, in file order.
-struct Pieces<'a> {
+/// The next `writev`: record headers and short packets written one after
+/// the other into a staging buffer (each run of them is one slice), and
+/// long packets' bytes in the ring, in file order.
+struct Pieces<'a, 's> {
     list: [Piece<'a>; MAX_SLICES],
     len: usize,
+    /// The staging buffer ([`STAGE_BYTES`] long) and how much of it is used.
+    stage: &'s mut [u8],
+    pos: usize,
+    /// Start of the staged bytes not yet in `list`.
+    run: usize,
 }
 
-impl<'a> Pieces<'a> {
-    fn new() -> Self {
+impl<'a, 's> Pieces<'a, 's> {
+    fn new(stage: &'s mut [u8]) -> Self {
         Pieces {
             list: [Piece::Ring(&[]); MAX_SLICES],
             len: 0,
+            stage,
+            pos: 0,
+            run: 0,
         }
     }
 
-    /// Appends `bytes` to the staging buffer, extending the last piece when
-    /// it is the staged bytes just before.
-    fn stage(&mut self, stage: &mut Vec<u8>, bytes: &[u8]) {
-        let at = stage.len();
-        stage.extend_from_slice(bytes);
-        if let Some(Piece::Staged(_, end)) = self.len.checked_sub(1).map(|i| &mut self.list[i]) {
-            if *end == at {
-                *end = stage.len();
-                return;
-            }
-        }
-        self.list[self.len] = Piece::Staged(at, stage.len());
-        self.len += 1;
+    /// Is there room for one more record (3 slices; header, copy and tail
+    /// in the staging buffer)?
+    #[inline]
+    fn has_room(&self) -> bool {
+        self.len + 3 <= MAX_SLICES && self.pos + 28 + COPY_MAX + 8 <= self.stage.len()
     }
 
+    /// Appends `bytes` (at most 28 + [`COPY_MAX`] + 8 of them, with
+    /// [`Pieces::has_room`]) to the staging buffer.
+    #[inline]
+    fn stage(&mut self, bytes: &[u8]) {
+        let end = self.pos + bytes.len();
+        copy_short(&mut self.stage[self.pos..end], bytes);
+        self.pos = end;
+    }
+
+    /// Ends the current run of staged bytes.
+    fn close_run(&mut self) {
+        if self.pos > self.run {
+            self.list[self.len] = Piece::Staged(self.run, self.pos);
+            self.len += 1;
+            self.run = self.pos;
+        }
+    }
+
+    /// Appends bytes to be written from where they are (the ring).
     fn ring(&mut self, bytes: &'a [u8]) {
+        self.close_run();
         self.list[self.len] = Piece::Ring(bytes);
         self.len += 1;
     }
 
     /// Writes every piece with `writev` and empties the list and the
     /// staging buffer.
-    fn flush(&mut self, out: &mut File, stage: &mut Vec<u8>) -> io::Result<()> {
+    fn flush(&mut self, out: &mut File) -> io::Result<()> {
+        self.close_run();
         if self.len > 0 {
             let mut slices = [IoSlice::new(&[]); MAX_SLICES];
             for (slice, piece) in slices.iter_mut().zip(&self.list[..self.len]) {
                 *slice = match *piece {
-                    Piece::Staged(a, b) => IoSlice::new(&stage[a..b]),
+                    Piece::Staged(a, b) => IoSlice::new(&self.stage[a..b]),
                     Piece::Ring(bytes) => IoSlice::new(bytes),
                 };
             }
             write_all_vectored(out, &mut slices[..self.len])?;
         }
         self.len = 0;
-        stage.clear();
+        self.pos = 0;
+        self.run = 0;
         Ok(())
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the short copies of the staging buffer:
+/// lengths of 16 to 128 bytes are two fixed-size (possibly overlapping)
+/// moves instead of a call to `memcpy`.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if dst.len() != n {
+        return dst.copy_from_slice(src); // the usual panic message
+    }
+    match n {
+        16..=32 => {
+            dst[..16].copy_from_slice(&src[..16]);
+            dst[n - 16..].copy_from_slice(&src[n - 16..]);
+        }
+        33..=64 => {
+            dst[..32].copy_from_slice(&src[..32]);
+            dst[n - 32..].copy_from_slice(&src[n - 32..]);
+        }
+        65..=128 => {
+            dst[..64].copy_from_slice(&src[..64]);
+            dst[n - 64..].copy_from_slice(&src[n - 64..]);
+        }
+        _ => dst.copy_from_slice(src),
     }
 }
 
 /// Writes a block's packets as pcap records or pcapng Enhanced Packet
 /// Blocks with `writev`: record headers (and pcapng padding and trailing
-/// lengths) are built in `stage`, packets of up to [`COPY_MAX`] bytes are
-/// copied after their header (a run of short packets is one slice), longer
-/// packets are written straight from ring memory.
+/// lengths) are built in `stage` (a buffer of [`STAGE_BYTES`]), packets of
+/// up to [`COPY_MAX`] bytes are copied after their header (a run of short
+/// packets is one slice), longer packets are written straight from ring
+/// memory.
 fn write_block_vectored(
     out: &mut File,
     format: FileFormat,
     precision: TsPrecision,
-    stage: &mut Vec<u8>,
-    packets: &mut dyn Iterator<Item = Packet<'_>>,
+    stage: &mut [u8],
+    packets: &mut Packets<'_>,
 ) -> io::Result<Consumed> {
     let mut done = Consumed::default();
-    let mut pieces = Pieces::new();
-    stage.clear();
+    let mut pieces = Pieces::new(stage);
     for p in packets {
-        // Room for this record: 3 pieces, and its header, copy and tail.
-        if pieces.len + 3 > MAX_SLICES || stage.len() + 28 + COPY_MAX + 8 > STAGE_BYTES {
-            pieces.flush(out, stage)?;
+        if !pieces.has_room() {
+            pieces.flush(out)?;
         }
         let frac = match precision {
             TsPrecision::Nano => p.nsec,
@@ -415,18 +458,18 @@ fn write_block_vectored(
                 (&head[..], Some((tail, pad + 4)))
             }
         };
-        pieces.stage(stage, head);
+        pieces.stage(head);
         if p.data.len() <= COPY_MAX {
-            pieces.stage(stage, p.data);
+            pieces.stage(p.data);
         } else {
             pieces.ring(p.data);
         }
         if let Some((tail, n)) = pad {
-            pieces.stage(stage, &tail[..n]);
+            pieces.stage(&tail[..n]);
         }
         done.packets += 1;
     }
-    pieces.flush(out, stage)?;
+    pieces.flush(out)?;
     Ok(done)
 }
 
@@ -507,7 +550,7 @@ fn write_pcap(
         };
         header.map_err(|e| format!("write error: {e}"))?;
         let format = args.format;
-        let mut stage = Vec::with_capacity(STAGE_BYTES);
+        let mut stage = vec![0u8; STAGE_BYTES];
         return capture_blocks(
             args,
             cap,
@@ -759,6 +802,98 @@ mod tests {
             worker_path(Path::new("dir/a.b.pcap"), 1),
             PathBuf::from("dir/a.b.1.pcap")
         );
+    }
+
+    #[test]
+    fn short_copies_copy_exactly() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..=300 {
+            let mut dst = vec![0xeeu8; n];
+            copy_short(&mut dst, &src[300 - n..]);
+            assert_eq!(dst, &src[300 - n..], "{n} bytes");
+        }
+    }
+
+    /// The records of `frames` written by [`write_block_vectored`] (one
+    /// block holding them all) and by sift-pcap's buffered writers.
+    fn written_both_ways(frames: &[Vec<u8>], format: FileFormat, precision: TsPrecision) {
+        let mut block = crate::frame::tests::block(frames);
+        let mut counters = crate::Counters::default();
+        let framing = crate::frame::Framing::Raw {
+            reinsert_vlan: true,
+        };
+        let path = std::env::temp_dir().join(format!(
+            "sift-capture-writev-{}-{format:?}-{precision:?}",
+            std::process::id()
+        ));
+        let mut file = File::create(&path).unwrap();
+        let mut stage = vec![0u8; STAGE_BYTES];
+        let mut packets =
+            Packets::for_test(&mut block, frames.len() as u32, framing, &mut counters);
+        let done =
+            write_block_vectored(&mut file, format, precision, &mut stage, &mut packets).unwrap();
+        drop(file);
+        assert_eq!(done.packets, frames.len() as u64);
+        let ours = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+
+        // The same packets, parsed again from a fresh copy of the block.
+        let mut block = crate::frame::tests::block(frames);
+        let mut counters = crate::Counters::default();
+        let want: Vec<(u32, u32, u32, Vec<u8>)> =
+            Packets::for_test(&mut block, frames.len() as u32, framing, &mut counters)
+                .map(|p| {
+                    let frac = match precision {
+                        TsPrecision::Nano => p.nsec,
+                        TsPrecision::Micro => p.nsec / 1000,
+                    };
+                    (p.sec, frac, p.wire_len, p.data.to_vec())
+                })
+                .collect();
+        assert_eq!(want.len(), frames.len());
+        let theirs = match format {
+            FileFormat::Pcap => {
+                let mut w = sift_pcap::PcapWriter::new(Vec::new(), 1, 65535, precision).unwrap();
+                for (sec, frac, wire, data) in &want {
+                    w.write_raw(*sec, *frac, *wire, data).unwrap();
+                }
+                w.into_inner().unwrap()[24..].to_vec()
+            }
+            FileFormat::Pcapng => {
+                let mut w = PcapngWriter::with_interface(Vec::new(), 1, 65535, precision).unwrap();
+                let header = w.bytes_written() as usize;
+                for (sec, frac, wire, data) in &want {
+                    w.write_raw(0, *sec, *frac, *wire, data).unwrap();
+                }
+                w.into_inner().unwrap()[header..].to_vec()
+            }
+        };
+        assert!(ours == theirs, "{format:?} {precision:?}: records differ");
+    }
+
+    #[test]
+    fn records_written_from_the_ring_match_the_buffered_writers() {
+        // Every length around the copy sizes and COPY_MAX, some long ones,
+        // and enough packets for several writev calls (by slices and by
+        // staging bytes).
+        let mut lengths: Vec<usize> = (0..=140).chain(240..=270).collect();
+        lengths.extend([1514, 9000, 300, 1, 1514]);
+        let mut frames = Vec::new();
+        for round in 0..4 {
+            for &n in &lengths {
+                let data: Vec<u8> = (0..n).map(|i| (i + n + round) as u8).collect();
+                let size = (82 + n + 15) & !15;
+                frames.push(crate::frame::tests::frame(size, 82, &data, 0, 0, 0));
+            }
+        }
+        for _ in 0..700 {
+            frames.push(crate::frame::tests::frame(400, 82, &[0xab; 300], 0, 0, 0));
+        }
+        for format in [FileFormat::Pcap, FileFormat::Pcapng] {
+            for precision in [TsPrecision::Micro, TsPrecision::Nano] {
+                written_both_ways(&frames, format, precision);
+            }
+        }
     }
 
     #[test]

@@ -403,6 +403,20 @@ impl Drop for Mapping {
     }
 }
 
+/// Asks the CPU to start loading the cache line holding `at` (a hint: no
+/// effect on the program's meaning, never a fault, any address allowed).
+#[inline(always)]
+pub fn prefetch(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing architecturally and cannot fault,
+    // whatever the address (SSE, which provides it, is part of x86-64).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// Set by the SIGINT/SIGTERM handler.
 static STOP: AtomicBool = AtomicBool::new(false);
 
