@@ -242,12 +242,23 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
         let opts = match &capture {
             Some(c) => CompileOptions { optimize: !a.no_optimize, ..file_options(c) },
             None => {
-                let linktype = linktype_arg(a)?;
-                if linktype.is_none() {
-                    eprintln!("Warning: assuming Ethernet");
-                }
+                let linktype = match (linktype_arg(a)?, &a.interface) {
+                    (Some(lt), _) => lt,
+                    // `-i IFACE -d`: the program the capture would attach,
+                    // for the interface's link type (as tcpdump).
+                    (None, Some(iface)) => {
+                        let i = sift_capture::Interface::by_name(iface).map_err(|e| Fail(e.to_string()))?;
+                        let lt = LinkType(i.link().0);
+                        eprintln!("sift: data link type {lt}");
+                        lt
+                    }
+                    (None, None) => {
+                        eprintln!("Warning: assuming Ethernet");
+                        LinkType::EN10MB
+                    }
+                };
                 CompileOptions {
-                    linktype: linktype.unwrap_or(LinkType::EN10MB),
+                    linktype,
                     snaplen: snaplen(a),
                     netmask: Some(0),
                     optimize: !a.no_optimize,

@@ -220,3 +220,23 @@ fn link_type_specific_primitives_say_where_they_apply() {
         assert!(stderr(&o).contains('^'), "-y {dlt} {expr:?}: no caret: {}", stderr(&o));
     }
 }
+
+#[test]
+fn d_with_an_interface_uses_its_link_type() {
+    // `-i any` captures Linux cooked v2 frames: the EtherType is at 0.
+    let o = sift(&["-i", "any", "-d", "ip"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("(000) ldh      [0]\n"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("data link type LINUX_SLL2"), "{}", stderr(&o));
+    // The loopback interface is Ethernet on Linux.
+    let o = sift(&["-i", "lo", "-d", "ip"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("(000) ldh      [12]\n"), "{}", stdout(&o));
+    // -y wins, as in tcpdump.
+    let o = sift(&["-i", "any", "-y", "EN10MB", "-d", "ip"]);
+    assert!(stdout(&o).starts_with("(000) ldh      [12]\n"), "{}", stdout(&o));
+    // An interface that does not exist is an error, not a guess.
+    let o = sift(&["-i", "nosuch0", "-d", "ip"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nosuch0"), "{}", stderr(&o));
+}
