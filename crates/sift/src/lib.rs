@@ -191,8 +191,8 @@ pub enum Engine {
     /// itself is strict: it fails with [`Error::Engine`] naming what does
     /// not fit.)
     DynamicOrJit,
-    /// The reference evaluator over the predicate IR: slow, the in-house
-    /// oracle.
+    /// The reference evaluator over the predicate IR as lowered (before
+    /// the optimizer): slow, the in-house oracle.
     Reference,
 }
 
@@ -261,7 +261,7 @@ impl Filter {
         // wants it as it is (no copy of the tree).
         let (_, lowered) = lower(expr, opts)?;
         let (pred, optimized) = match engine {
-            Engine::Dynamic | Engine::DynamicOrJit => {
+            Engine::Dynamic | Engine::DynamicOrJit | Engine::Reference => {
                 let optimized = if opts.optimize { sift_ir::optimize(&lowered) } else { lowered.clone() };
                 (Some(lowered), optimized)
             }
@@ -301,7 +301,9 @@ impl Filter {
                     },
                 }
             }
-            Engine::Reference => Runner::Reference(optimized),
+            // The oracle evaluates the predicate as lowered, not the
+            // optimizer's output (`-O` or not, verdicts are the same).
+            Engine::Reference => Runner::Reference(pred.unwrap_or(optimized)),
         };
         Ok(Filter { runner, program })
     }
