@@ -44,7 +44,7 @@ const TABLE: &[(u32, u32, &str)] = &[
     (123, 123, "SUNATM"),
     (127, 127, "IEEE802_11_RADIO"),
     (129, 129, "ARCNET_LINUX"),
-    (137, 137, "JUNIPER_MFR"),
+    (134, 134, "JUNIPER_MFR"),
     (138, 138, "APPLE_IP_OVER_IEEE1394"),
     (139, 139, "MTP2_WITH_PHDR"),
     (140, 140, "MTP2"),

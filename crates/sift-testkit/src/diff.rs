@@ -60,9 +60,10 @@ pub const LINK_TYPES: [LinkType; 13] = [
 
 /// Link types whose link-layer header length is only known at run time
 /// (libpcap keeps it, and the 802.11 header length, in scratch registers
-/// computed by a prologue): the 802.11 family.
+/// computed by a prologue): the 802.11 family, and PFLOG (its header
+/// length byte, rounded up to 4).
 pub fn has_runtime_offsets(lt: LinkType) -> bool {
-    matches!(lt.0, 105 | 119 | 127 | 163 | 192)
+    matches!(lt.0, 105 | 117 | 119 | 127 | 163 | 192)
 }
 
 /// The snapshot length both compilers use (the accept return value).
@@ -164,13 +165,13 @@ pub struct KnownDifference {
 /// Accept/reject differences that are intended. Keep this list short and
 /// every entry justified (each is also listed in docs/compat.md).
 pub const KNOWN_DIFFERENCES: &[KnownDifference] =
-    &[MASTER_RANGE_CHECKS, MASTER_PPI_WLAN, OFFSET_REGISTERS, TUNNEL_REGISTERS];
+    &[MASTER_RANGE_CHECKS, MASTER_PPI_WLAN, MASTER_DSA, MASTER_MSTP, OFFSET_REGISTERS, TUNNEL_REGISTERS];
 
 /// Is `msg` one of libpcap master's range-check errors (`assert_maxval`):
 /// `NAME V greater than maximum M`?
 pub fn is_master_range_check(msg: &str) -> bool {
     const NAMES: &[&str] =
-        &["protocol number ", "byte argument ", "EtherType ", "LLC DSAP ", "ISO protocol ", "IS-IS PDU type "];
+        &["protocol number ", "byte argument ", "EtherType ", "LLC DSAP ", "ISO protocol ", "IS-IS PDU type ", "PPP protocol ", "HDLC protocol "];
     NAMES.iter().any(|n| msg.starts_with(n)) && msg.contains(" greater than maximum ")
 }
 
@@ -197,6 +198,35 @@ pub const MASTER_PPI_WLAN: KnownDifference = KnownDifference {
                 e == "802.11 link-layer types supported only on 802.11"
                     || e == "frame direction supported only with 802.11 headers"
             })
+    },
+};
+
+/// libpcap 1.10.3 has no filtering for the DSA switch-tag link types
+/// ("... link-layer type filtering not implemented"); sift compiles master's
+/// programs (docs/compat.md #26; checked against master's programs by the
+/// TESTrun rows). Applies only on those link types, when sift accepted.
+pub const MASTER_DSA: KnownDifference = KnownDifference {
+    reason: "libpcap 1.10.3 cannot filter DSA-tagged frames; master can, as sift (compat.md #26)",
+    applies: |lt, _expr, lib, sift| {
+        // 1.10.3 refuses every link-layer dependent primitive there, in
+        // several wordings ("... filtering not implemented", "no MPLS
+        // support for ...", "ethernet addresses supported only on ...").
+        matches!(lt.0, 281 | 284) && sift.is_none() && lib.is_some()
+    },
+};
+
+/// On DLT_BACNET_MS_TP 1.10.3 compares the MS/TP preamble for every
+/// link-layer protocol test; master rejects such tests ("link-layer type
+/// filtering not implemented for DLT_BACNET_MS_TP"), as sift; and 1.10.3 has
+/// no MS/TP `broadcast` ("not a broadcast link"), master's is destination 255,
+/// as sift's (docs/compat.md #22). Applies only on that link type, to those
+/// two errors.
+pub const MASTER_MSTP: KnownDifference = KnownDifference {
+    reason: "DLT_BACNET_MS_TP: 1.10.3 tests the MS/TP preamble for link-layer protocol tests and has no broadcast; sift follows master (compat.md #22)",
+    applies: |lt, _expr, lib, sift| {
+        lt.0 == 165
+            && ((lib.is_none() && sift == Some("link-layer type filtering not implemented for DLT_BACNET_MS_TP"))
+                || (sift.is_none() && lib == Some("not a broadcast link")))
     },
 };
 
@@ -302,7 +332,14 @@ pub const TUNNEL_TEST_REEVALUATED: &str =
 /// whose value had been overwritten by a later store than the first one
 /// to it ([`LibpcapTrace::overwritten_base`]).
 pub const WLAN_REGISTER_REUSE: &str =
-    "libpcap#1192: on 802.11 link types libpcap's arithmetic overwrote the register of a run-time link-layer offset (seen in libpcap's run); sift uses the intended offsets";
+    "libpcap#1192: on 802.11 link types and PFLOG libpcap's arithmetic overwrote the register of a run-time link-layer offset (seen in libpcap's run); sift uses the intended offsets";
+
+/// A leading `vxlan` is compared through `geneve` standing in for it
+/// ([`VxlanAsGeneve`]), which needs a link-layer header of fixed length;
+/// on other link types the expression is not compared with libpcap (1.10.3
+/// has no `vxlan`), only among sift's engines.
+pub const VXLAN_NOT_COMPARED: &str =
+    "not compared: a leading vxlan on a link type without a fixed link-layer header length (no geneve stand-in; 1.10.3 has no vxlan)";
 
 /// The same register reuse as [`WLAN_REGISTER_REUSE`], after a tunnel:
 /// `geneve`/`vxlan` keep their inner offsets in scratch registers that
@@ -1148,7 +1185,10 @@ fn one_expression(
         Some(exprs::TunnelForm::LeadingVxlan) => match VxlanAsGeneve::new(lt) {
             Ok(v) => Some(v),
             Err(e) => {
-                report.record(dis(Kind::Oracle, Some(format!("vxlan stand-in: {e}")), None, None), c.max_details);
+                // Not compared (1.10.3 has no vxlan to compare with); TESTrun's
+                // rows and the per-link-type lowering tests check it there.
+                let _ = e;
+                *report.exempted.entry(VXLAN_NOT_COMPARED).or_default() += 1;
                 return;
             }
         },

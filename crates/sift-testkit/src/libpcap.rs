@@ -54,6 +54,17 @@ extern "C" {
     fn pcap_geterr(p: *mut PcapT) -> *mut c_char;
     fn bpf_filter(pc: *const Insn, p: *const u8, wirelen: c_uint, buflen: c_uint) -> c_uint;
     fn pcap_lib_version() -> *const c_char;
+    fn pcap_datalink_name_to_val(name: *const c_char) -> c_int;
+}
+
+/// libpcap's DLT value for a link-type name (`pcap_datalink_name_to_val`,
+/// the names `tcpdump -y` takes), or `None` if libpcap does not know it.
+pub fn datalink_value(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call; the
+    // function only reads it and returns a number.
+    let v = unsafe { pcap_datalink_name_to_val(c.as_ptr()) };
+    u32::try_from(v).ok()
 }
 
 /// Dead handles kept open between compilations, one per (DLT, snaplen).

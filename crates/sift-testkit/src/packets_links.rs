@@ -64,7 +64,7 @@ pub(crate) fn full_frame(rng: &mut Rng, lt: LinkType) -> Option<Vec<u8>> {
             f.extend(l3_for(rng, et));
             f
         }
-        137 => {
+        134 => {
             // "MGC" cookie, flags (bit 0: direction), then the payload.
             let mut f = if rng.chance(0.9) { vec![0x4d, 0x47, 0x43] } else { rng.bytes(3) };
             f.push(rng.byte());

@@ -54,3 +54,24 @@ fn differential() {
     assert!(tunnels >= expressions / 40, "only {tunnels} tunnel expressions compared");
     assert_eq!(report.total_disagreements(), 0, "{}", report.summary());
 }
+
+/// Every link type sift supports, not only the main campaign's rotation:
+/// a smaller campaign per link type (it found DLT_JUNIPER_MFR filed under
+/// the wrong DLT number, and libpcap#1192's register reuse on PFLOG).
+#[test]
+fn every_supported_link_type() {
+    let expressions = env_number("SIFT_DIFF_PER_LINKTYPE", 400) as usize;
+    let mut failed = Vec::new();
+    let mut total = 0;
+    for lt in sift_ir::lower::supported_linktypes() {
+        let mut c = diff::Campaign::new(SEED ^ u64::from(lt.0), expressions, 40, true);
+        c.linktype = Some(lt);
+        let report = diff::run(&c, &diff::SiftEngines);
+        total += report.packets;
+        if report.total_disagreements() != 0 {
+            failed.push(format!("{lt}:\n{report}"));
+        }
+    }
+    println!("{total} packet verdicts over every supported link type");
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

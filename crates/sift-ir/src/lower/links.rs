@@ -143,7 +143,7 @@ pub(crate) fn layout(lt: LinkType) -> Option<LinkLayer> {
         226 => (LinkKind::Other(O::Ipnet), 0, Some(1), 24, 0, NS),
         99 => (LinkKind::Other(O::SymantecFirewall), 0, Some(6), 44, 0, 0),
         138 => (LinkKind::Other(O::AppleIpOverIeee1394), 0, Some(16), 18, 0, 0),
-        137 => (LinkKind::Other(O::JuniperMfr), 0, Some(4), 4, 0, NS),
+        134 => (LinkKind::Other(O::JuniperMfr), 0, Some(4), 4, 0, NS),
         11 => (LinkKind::Other(O::AtmRfc1483), 0, Some(0), 0, 8, 3),
         19 => (LinkKind::Other(O::AtmClip), 0, Some(0), 0, 8, 3),
         123 => (LinkKind::Other(O::SunAtm), 0, Some(SUNATM_PAYLOAD), SUNATM_PAYLOAD, 8, 3),
