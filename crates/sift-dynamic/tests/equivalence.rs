@@ -423,13 +423,15 @@ fn atomic_batches_are_never_seen_half_done() {
             let mut reader = h.reader();
             let mut seen = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let hits = pkts.iter().filter(|p| reader.matches(p, 54)).count();
-                // The reader may move to a newer snapshot between packets:
-                // check one snapshot's verdicts too.
+                // The reader moves to newer snapshots between packets, so a
+                // sweep may count a port of each snapshot it went through
+                // (a slow reader chasing the moving port sees many): it only
+                // exercises the reader. One snapshot's verdicts must show
+                // exactly one port.
+                std::hint::black_box(pkts.iter().filter(|p| reader.matches(p, 54)).count());
                 let snap = h.snapshot();
                 let snap_hits: Vec<usize> = (0..pkts.len()).filter(|&i| snap.matches(&pkts[i], 54)).collect();
                 assert_eq!(snap_hits.len(), 1, "half-done batch: {snap_hits:?}\n{}", snap.to_expr());
-                assert!(hits <= 2);
                 seen += 1;
             }
             seen
