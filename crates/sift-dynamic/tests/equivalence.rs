@@ -331,6 +331,16 @@ fn random_updates_match_a_fresh_static_compile() {
     eprintln!("{steps} update steps checked");
 }
 
+/// A 54-byte Ethernet + IPv4 + TCP packet to destination port `dport`.
+fn tcp_to_port(dport: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 54];
+    p[12] = 8;
+    p[14] = 0x45;
+    p[23] = 6;
+    p[36..38].copy_from_slice(&dport.to_be_bytes());
+    p
+}
+
 /// One thread updates while another filters: every verdict vector must be
 /// one a consistent state gives (never half of an update).
 #[test]
@@ -338,21 +348,13 @@ fn concurrent_reader_sees_no_torn_state() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 
-    fn pkt(dport: u16) -> Vec<u8> {
-        let mut p = vec![0u8; 54];
-        p[12] = 8;
-        p[14] = 0x45;
-        p[23] = 6;
-        p[36..38].copy_from_slice(&dport.to_be_bytes());
-        p
-    }
     const PORTS: u16 = 64;
     let mut f = DynamicFilter::from_expr("tcp dst port 0", LinkType::EN10MB).unwrap();
     // Pass 1 is IPv4: [ipv4-l4, port set]. States: exactly one or two
     // consecutive ports accepted (mod PORTS), across one or two passes.
     let h = f.handle();
     let stop = Arc::new(AtomicBool::new(false));
-    let pkts: Vec<Vec<u8>> = (0..PORTS).map(pkt).collect();
+    let pkts: Vec<Vec<u8>> = (0..PORTS).map(tcp_to_port).collect();
     let reader = {
         let stop = stop.clone();
         std::thread::spawn(move || {
@@ -404,16 +406,7 @@ fn atomic_batches_are_never_seen_half_done() {
     use std::sync::Arc;
 
     const PORTS: u16 = 32;
-    let pkts: Vec<Vec<u8>> = (0..PORTS)
-        .map(|port| {
-            let mut p = vec![0u8; 54];
-            p[12] = 8;
-            p[14] = 0x45;
-            p[23] = 6;
-            p[36..38].copy_from_slice(&port.to_be_bytes());
-            p
-        })
-        .collect();
+    let pkts: Vec<Vec<u8>> = (0..PORTS).map(tcp_to_port).collect();
     let mut f = DynamicFilter::from_expr("tcp dst port 0", LinkType::EN10MB).unwrap();
     let h = f.handle();
     let stop = Arc::new(AtomicBool::new(false));
@@ -588,10 +581,5 @@ fn a_caught_panic_in_atomically_keeps_the_published_filter() {
     assert_eq!(f.to_expr(), before, "the staged edit is dropped");
     f.add_value(1, 1, 2222).unwrap();
     assert!(f.to_expr().contains("2222") || f.to_expr().contains("0x8ae"), "{}", f.to_expr());
-    let mut pkt = vec![0u8; 54];
-    pkt[12] = 8;
-    pkt[14] = 0x45;
-    pkt[23] = 6;
-    pkt[36..38].copy_from_slice(&2222u16.to_be_bytes());
-    assert!(f.handle().reader().matches(&pkt, 54), "published after the panic");
+    assert!(f.handle().reader().matches(&tcp_to_port(2222), 54), "published after the panic");
 }
