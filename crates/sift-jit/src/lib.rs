@@ -90,6 +90,21 @@ fn reads_packet(code: u16) -> bool {
     matches!(code & 0x07, LD | LDX) && matches!(code & 0xe0, ABS | IND | MSH)
 }
 
+/// What to prefetch while item `i` (captured bytes `data`) is filtered:
+/// the headers of the item [`PREFETCH_AHEAD`] places further, unless the
+/// packets lie close together ([`PREFETCH_MIN_GAP`]).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+fn prefetch_target<T>(
+    items: &[T],
+    i: usize,
+    data: &[u8],
+    packet: &impl Fn(&T) -> (&[u8], u32),
+) -> Option<*const u8> {
+    let far = packet(items.get(i + PREFETCH_AHEAD)?).0.as_ptr();
+    ((far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD).then_some(far)
+}
+
 /// Why a program could not be compiled.
 #[derive(Debug)]
 pub enum JitError {
@@ -299,11 +314,8 @@ impl JitFilter {
             }
             for (i, item) in items.iter().enumerate() {
                 let (data, wire_len) = packet(item);
-                if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
-                    let far = packet(ahead).0.as_ptr();
-                    if (far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD {
-                        exec::prefetch(far);
-                    }
+                if let Some(far) = prefetch_target(items, i, data, &packet) {
+                    exec::prefetch(far);
                 }
                 verdict(i, code.call(data, wire_len));
             }
@@ -333,16 +345,12 @@ impl JitFilter {
             let base = c * BATCH;
             for ((j, item), slot) in chunk.iter().enumerate().zip(slots.iter_mut()) {
                 let (data, wire_len) = packet(item);
-                let mut prefetch = data.as_ptr();
-                if self.reads_packet {
-                    if let Some(ahead) = items.get(base + j + PREFETCH_AHEAD) {
-                        let far = packet(ahead).0.as_ptr();
-                        if (far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD {
-                            prefetch = far;
-                        }
-                    }
-                }
-                *slot = exec::Slot::new(data, wire_len, prefetch);
+                // Without a packet to prefetch, the slot's own (harmless).
+                let prefetch = match self.reads_packet {
+                    true => prefetch_target(items, base + j, data, &packet),
+                    false => None,
+                };
+                *slot = exec::Slot::new(data, wire_len, prefetch.unwrap_or(data.as_ptr()));
             }
             let n = chunk.len();
             self.code.call_batch(&slots[..n], &mut out[..n]);
