@@ -38,7 +38,12 @@
 //! loads byte-swap with `bswap`/`rol`; a load followed by `jeq`/`jset` on a
 //! constant compares the packet bytes with the constant in network order
 //! when A is dead afterwards; branches fall through to the next block and
-//! use 8-bit displacements where they fit.
+//! use 8-bit displacements where they fit. Programs compiled from classic
+//! BPF also get a batch function, the same code looping over up to
+//! [`BATCH`] packets with every `ret` a store of the verdict: the batch
+//! entry points ([`JitFilter::count_matches`], [`JitFilter::for_each_verdict`],
+//! [`JitFilter::run_batch`]) make one call per [`BATCH`] packets instead of
+//! one per packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
