@@ -38,7 +38,12 @@
 //! loads byte-swap with `bswap`/`rol`; a load followed by `jeq`/`jset` on a
 //! constant compares the packet bytes with the constant in network order
 //! when A is dead afterwards; branches fall through to the next block and
-//! use 8-bit displacements where they fit.
+//! use 8-bit displacements where they fit. Programs compiled from classic
+//! BPF also get a batch function, the same code looping over up to
+//! [`BATCH`] packets with every `ret` a store of the verdict: the batch
+//! entry points ([`JitFilter::count_matches`], [`JitFilter::for_each_verdict`],
+//! [`JitFilter::run_batch`]) make one call per [`BATCH`] packets instead of
+//! one per packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
@@ -70,6 +75,11 @@ pub mod simd;
 /// 0, 1, 4, 8, 16, 32, 64; 0 was up to 2.4× slower on `mixed`.)
 pub const PREFETCH_AHEAD: usize = 32;
 
+/// How many packets the batch entry points hand to the compiled code at
+/// once (programs compiled from classic BPF have a batch function looping
+/// over packets: no call per packet).
+pub const BATCH: usize = 64;
+
 /// Packets whose bytes lie at most this far apart on average (small packets
 /// stored one after another, as in a capture file read whole) are not
 /// prefetched: the processor's own prefetcher streams them, and software
@@ -83,6 +93,21 @@ pub const PREFETCH_MIN_GAP: usize = 256;
 fn reads_packet(code: u16) -> bool {
     use sift_bpf::insn::op::*;
     matches!(code & 0x07, LD | LDX) && matches!(code & 0xe0, ABS | IND | MSH)
+}
+
+/// What to prefetch while item `i` (captured bytes `data`) is filtered:
+/// the headers of the item [`PREFETCH_AHEAD`] places further, unless the
+/// packets lie close together ([`PREFETCH_MIN_GAP`]).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+fn prefetch_target<T>(
+    items: &[T],
+    i: usize,
+    data: &[u8],
+    packet: &impl Fn(&T) -> (&[u8], u32),
+) -> Option<*const u8> {
+    let far = packet(items.get(i + PREFETCH_AHEAD)?).0.as_ptr();
+    ((far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD).then_some(far)
 }
 
 /// Why a program could not be compiled.
@@ -138,6 +163,10 @@ pub struct JitFilter {
     /// Whether the code may read packet bytes (if not, the batch entry
     /// points prefetch nothing: the accept-all filter touches no packet).
     reads_packet: bool,
+    /// The verdict of every packet when the program is a lone `ret #k`
+    /// (the empty expression): the batch entry points then run no code.
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
+    constant: Option<u32>,
 }
 
 impl JitFilter {
@@ -159,11 +188,16 @@ impl JitFilter {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
         let code = x64::compile(prog).ok_or(JitError::TooLarge)?;
-        let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
+        let batch = x64::compile_batch(prog).ok_or(JitError::TooLarge)?;
+        let code = exec::ExecBuffer::with_batch(&code, &batch).map_err(JitError::Memory)?;
         Ok(JitFilter {
             code,
             insns: prog.len(),
             reads_packet: prog.iter().any(|i| reads_packet(i.code)),
+            constant: match prog {
+                [ret] if ret.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K => Some(ret.k),
+                _ => None,
+            },
         })
     }
 
@@ -196,6 +230,11 @@ impl JitFilter {
                 code,
                 insns: 0,
                 reads_packet: !matches!(pred, Pred::True | Pred::False),
+                constant: match pred {
+                    Pred::True => Some(accept),
+                    Pred::False => Some(0),
+                    _ => None,
+                },
             });
         }
         if !Self::is_supported() {
@@ -264,6 +303,13 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         {
             let code = &self.code;
+            if let Some(v) = self.constant {
+                (0..items.len()).for_each(|i| verdict(i, v));
+                return;
+            }
+            if code.has_batch() {
+                return self.for_each_verdict_batched(items, packet, verdict);
+            }
             if !self.reads_packet {
                 for (i, item) in items.iter().enumerate() {
                     let (data, wire_len) = packet(item);
@@ -273,11 +319,8 @@ impl JitFilter {
             }
             for (i, item) in items.iter().enumerate() {
                 let (data, wire_len) = packet(item);
-                if let Some(ahead) = items.get(i + PREFETCH_AHEAD) {
-                    let far = packet(ahead).0.as_ptr();
-                    if (far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD {
-                        exec::prefetch(far);
-                    }
+                if let Some(far) = prefetch_target(items, i, data, &packet) {
+                    exec::prefetch(far);
                 }
                 verdict(i, code.call(data, wire_len));
             }
@@ -286,6 +329,39 @@ impl JitFilter {
         for (i, item) in items.iter().enumerate() {
             let (data, wire_len) = packet(item);
             verdict(i, self.run(data, wire_len));
+        }
+    }
+
+    /// [`JitFilter::for_each_verdict`] through the batch function: packets
+    /// are gathered [`BATCH`] at a time, filtered by one call (which
+    /// prefetches what the per-packet path would: each slot carries the
+    /// address), and their verdicts handed out.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[inline]
+    fn for_each_verdict_batched<T>(
+        &self,
+        items: &[T],
+        packet: impl Fn(&T) -> (&[u8], u32),
+        mut verdict: impl FnMut(usize, u32),
+    ) {
+        let mut slots = [exec::Slot::EMPTY; BATCH];
+        let mut out = [0u32; BATCH];
+        for (c, chunk) in items.chunks(BATCH).enumerate() {
+            let base = c * BATCH;
+            for ((j, item), slot) in chunk.iter().enumerate().zip(slots.iter_mut()) {
+                let (data, wire_len) = packet(item);
+                // Without a packet to prefetch, the slot's own (harmless).
+                let prefetch = match self.reads_packet {
+                    true => prefetch_target(items, base + j, data, &packet),
+                    false => None,
+                };
+                *slot = exec::Slot::new(data, wire_len, prefetch.unwrap_or(data.as_ptr()));
+            }
+            let n = chunk.len();
+            self.code.call_batch(&slots[..n], &mut out[..n]);
+            for (j, &v) in out[..n].iter().enumerate() {
+                verdict(base + j, v);
+            }
         }
     }
 

@@ -18,6 +18,23 @@
 //! Scratch memory `M[0..16]` lives in the System V red zone
 //! (`[rsp - 64 .. rsp]`); the words a program reads are zeroed on entry.
 //!
+//! # The batch function
+//!
+//! [`compile_batch`] emits the same program as a loop over many packets,
+//! `extern "sysv64" fn(slots: *const Slot, n: usize, out: *mut u32)`
+//! (`Slot` is `exec::Slot`: packet pointer at 0, captured length at 8, wire
+//! length at 16, an address to prefetch at 24, 32 bytes): `rbx` walks the
+//! slots, `r13` the verdicts
+//! and `r12` holds the end of `out` (callee-saved registers, pushed and
+//! popped once per call). Each iteration prefetches its slot's address
+//! (the headers of a packet further on, or its own packet: see
+//! `JitFilter::for_each_verdict`), loads `rdi`/`rsi`/`edx` from its
+//! slot and runs the per-packet code unchanged (A, X, the scratch words
+//! read and the backward-jump budget are reset per packet), except that
+//! every `ret` becomes a jump to a shared tail storing `eax` to the
+//! verdict and moving on: the verdicts are those of the per-packet
+//! function, without a call per packet.
+//!
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
 //!
 //! Every packet load is preceded by one unsigned compare of its end offset
@@ -385,9 +402,24 @@ pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
     // displacement fits. Code only shrinks in the second pass, so those
     // displacements still fit.
     let plan = Plan::new(prog)?;
-    let first = emit(prog, &plan, Vec::new());
+    assemble(|short| emit(prog, &plan, short, false))
+}
+
+/// Compiles the batch function of a program that
+/// `sift_bpf::interp::Program::new` accepted (see the module
+/// documentation); `None` only if the code would be too large for 32-bit
+/// jumps.
+pub(crate) fn compile_batch(prog: &[Insn]) -> Option<Vec<u8>> {
+    let plan = Plan::new(prog)?;
+    assemble(|short| emit(prog, &plan, short, true))
+}
+
+/// Runs the two emission passes of `emit` (32-bit jumps, then 8-bit ones
+/// where the first pass's displacement fits) and patches the jumps.
+fn assemble(emit: impl Fn(Vec<bool>) -> Asm) -> Option<Vec<u8>> {
+    let first = emit(Vec::new());
     let short = first.displacements()?.into_iter().map(fits_i8).collect();
-    let second = emit(prog, &plan, short);
+    let second = emit(short);
     if second.code.len() > i32::MAX as usize {
         return None;
     }
@@ -467,17 +499,35 @@ impl Plan {
     }
 }
 
-/// Emits the code for `prog` (jump fields unpatched).
-fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>) -> Asm {
+/// Emits the code for `prog` (jump fields unpatched): the per-packet
+/// function, or with `batch` the batch function (module documentation).
+fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>, batch: bool) -> Asm {
     let len = prog.len();
     let reject = len;
+    // Batch function only: where a verdict in `eax` is stored, the loop
+    // top, the exit.
+    let (store, top, done) = (len + 1, len + 2, len + 3);
     let Plan { has_backward, mem_read, uses_div, ref known, ref fused, ref emitted, ref next_emitted } = *plan;
     let mut asm = Asm {
-        code: Vec::with_capacity(len * 12 + 64),
-        labels: vec![usize::MAX; len + 1],
+        code: Vec::with_capacity(len * 12 + 96),
+        labels: vec![usize::MAX; len + 4],
         fixups: Vec::with_capacity(2 * len),
         short,
     };
+    if batch {
+        asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x55]); // push rbx; push r12; push r13
+        asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
+        asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (out)
+        asm.bytes(&[0x4c, 0x8d, 0x24, 0xb2]); // lea r12, [rdx + 4 * rsi] (out end)
+        asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
+        asm.jcc(Cc::E, done);
+        asm.bind(top);
+        asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
+        asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
+        asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
+        asm.bytes(&[0x48, 0x8b, 0x43, 0x18]); // mov rax, [rbx + 24] (to prefetch)
+        asm.bytes(&[0x0f, 0x18, 0x08]); // prefetcht0 [rax]
+    }
     let wire = if uses_div {
         asm.mov_rr(R8, RDX);
         R8
@@ -566,7 +616,11 @@ fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>) -> Asm {
                 if c & 0x18 != A {
                     asm.mov_ri(RAX, k);
                 }
-                asm.byte(0xc3);
+                if batch {
+                    asm.jmp(store);
+                } else {
+                    asm.byte(0xc3);
+                }
             }
             _ => {
                 if c & 0xf8 == TAX {
@@ -579,9 +633,24 @@ fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>) -> Asm {
     }
     asm.bind(reject);
     asm.mov_ri(RAX, 0);
-    asm.byte(0xc3);
+    if !batch {
+        asm.byte(0xc3);
+        return asm;
+    }
+    asm.bind(store);
+    asm.bytes(&[0x41, 0x89, 0x45, 0x00]); // mov [r13], eax
+    asm.bytes(&[0x48, 0x83, 0xc3, BATCH_SLOT_SIZE]); // add rbx, slot size
+    asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
+    asm.bytes(&[0x4d, 0x39, 0xe5]); // cmp r13, r12
+    asm.jcc(Cc::Ne, top);
+    asm.bind(done);
+    asm.bytes(&[0x41, 0x5d, 0x41, 0x5c, 0x5b, 0xc3]); // pop r13; pop r12; pop rbx; ret
     asm
 }
+
+/// The size of a batch slot (`exec::Slot`: pointer, captured length, wire
+/// length, address to prefetch).
+pub(crate) const BATCH_SLOT_SIZE: u8 = 32;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
 /// `indexed`; none for an absolute load ending within `known`, see

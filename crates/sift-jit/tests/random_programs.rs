@@ -2,7 +2,10 @@
 //! `sift_bpf::interp` must return the same value for every program and
 //! packet. Programs use every opcode (div/mod/shift by X, indexed loads with
 //! huge X, `ldx 4*([k]&0xf)`, scratch memory, `ld #len`), packets are short
-//! random byte strings with random wire lengths.
+//! random byte strings with random wire lengths. Each program also runs
+//! through the batch entry point (`JitFilter::run_batch`: the batch
+//! function; the packets of a program twice over, a full chunk and a
+//! partial one), which must agree with the per-packet function.
 //!
 //! Two families: programs that pass the kernel validator
 //! (`sift_bpf::validate`, at least 50,000 of them), and programs only the
@@ -224,12 +227,24 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
         return false;
     };
     let jit = JitFilter::from_program(prog).expect("the JIT accepts what the interpreter accepts");
-    for (data, wire) in packets {
+    // The batch entry point (the batch function, in chunks of
+    // `sift_jit::BATCH`) must give the per-packet function's verdicts.
+    // The packets twice: a full chunk and a partial one.
+    let batch: Vec<(&[u8], u32)> = packets.iter().chain(packets).map(|(d, w)| (&d[..], *w)).collect();
+    let mut batched = vec![u32::MAX; batch.len()];
+    jit.run_batch(&batch, &mut batched);
+    let (first, second) = batched.split_at(packets.len());
+    assert_eq!(first, second, "batch: program {prog:?}");
+    for ((data, wire), &in_batch) in packets.iter().zip(first) {
         let want = interp.run(data, *wire);
         let got = jit.run(data, *wire);
         assert_eq!(
             got, want,
             "program {prog:?}\npacket {data:02x?} wire {wire}"
+        );
+        assert_eq!(
+            in_batch, want,
+            "batch: program {prog:?}\npacket {data:02x?} wire {wire}"
         );
     }
     true
