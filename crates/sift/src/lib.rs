@@ -258,15 +258,16 @@ impl Filter {
     pub fn with_engine(expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Error> {
         // The stages of `compile`, keeping only what the engine needs: the
         // lowered predicate is optimized in place unless the dynamic engine
-        // wants it as it is (no copy of the tree).
-        let (_, lowered) = lower(expr, opts)?;
+        // or the reference evaluator wants it as it is (no copy of the tree).
         let (pred, optimized) = match engine {
             Engine::Dynamic | Engine::DynamicOrJit | Engine::Reference => {
-                let optimized = if opts.optimize { sift_ir::optimize(&lowered) } else { lowered.clone() };
+                let (_, lowered, optimized) = lower_optimized(expr, opts)?;
                 (Some(lowered), optimized)
             }
-            _ if opts.optimize => (None, sift_ir::opt::optimize_owned(lowered)),
-            _ => (None, lowered),
+            _ => {
+                let (_, lowered) = lower(expr, opts)?;
+                (None, if opts.optimize { sift_ir::opt::optimize_owned(lowered) } else { lowered })
+            }
         };
         let program = codegen(&optimized, opts)?;
         let interp = |program: &[Insn]| {
