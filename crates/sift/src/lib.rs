@@ -339,14 +339,17 @@ impl Filter {
     /// How many of `items` match; `packet` gives an item's captured bytes
     /// and wire length. The batch entry point: the engine is chosen once
     /// per call, and the JIT prefetches the headers of the packets a few
-    /// places ahead (`sift_jit::JitFilter::count_matches`), the interpreter
-    /// reads them ahead for long programs (`sift_bpf::interp::Program::count_matches`),
+    /// places ahead (`sift_jit::JitFilter::count_matches`), so does the
+    /// interpreter (`sift_bpf::interp::Program::count_matches_hinted` with
+    /// `sift_jit::simd::prefetch`; unless its program loads nothing),
     /// the dynamic engine prefetches like the JIT (`sift_dynamic::Program::count_matches`).
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
         let packets = items.iter().map(&packet);
         let n = match &self.runner {
             Runner::Jit(j) => return j.count_matches(items, packet),
-            Runner::Interp(p) => return p.count_matches(items, packet),
+            Runner::Interp(p) => {
+                return p.count_matches_hinted(items, packet, sift_jit::PREFETCH_AHEAD, sift_jit::simd::prefetch)
+            }
             Runner::Dynamic(dy) => return dy.count_matches(items, packet),
             Runner::Reference(pred) => packets
                 .filter(|&(data, wire_len)| sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }))
