@@ -171,6 +171,9 @@ pub struct Program {
     /// lowest and the highest byte the program's loads are likely to
     /// read), or `None` for programs that load nothing or are very short.
     read_ahead: Option<(usize, usize)>,
+    /// Whether the program loads packet bytes at all (what
+    /// [`Program::count_matches_hinted`] prefetches for).
+    loads_packet: bool,
 }
 
 /// The shortest longest path (in instructions) for which
@@ -262,8 +265,9 @@ impl Program {
             Some(tree) => tree.longest_path() >= READ_AHEAD_PATH,
             None => len >= READ_AHEAD_PATH as usize,
         };
-        let read_ahead = if long { read_ahead_span(prog) } else { None };
-        Ok(Program { ops: ops.into_boxed_slice(), threaded, read_ahead })
+        let span = read_ahead_span(prog);
+        let read_ahead = if long { span } else { None };
+        Ok(Program { ops: ops.into_boxed_slice(), threaded, read_ahead, loads_packet: span.is_some() })
     }
 
     /// The number of instructions (as given to [`Program::new`]).
@@ -363,9 +367,8 @@ impl Program {
     ) -> u64 {
         let mut n = 0u64;
         let mut ctx = threaded::Ctx::new();
-        let prefetch = self.read_ahead.is_some();
         for (i, q) in packets.iter().enumerate() {
-            if prefetch {
+            if self.loads_packet {
                 if let Some(far) = packets.get(i + ahead) {
                     hint(parts(far).0);
                 }
@@ -1048,16 +1051,17 @@ mod tests {
             let want = packets.iter().filter(|(d, w)| p.run(d, *w) != 0).count() as u64;
             assert_eq!(p.count_matches(&packets, |(d, w)| (d.as_slice(), *w)), want);
             // The hinted loop: same count; the hint sees packet i + ahead
-            // while packet i is filtered (only for programs that load).
+            // while packet i is filtered (only for programs that load
+            // packet bytes).
             let ahead = 1 + r.below(4) as usize;
             let hinted = std::cell::RefCell::new(Vec::new());
             let got = p.count_matches_hinted(&packets, |(d, w)| (d.as_slice(), *w), ahead, |d| {
                 hinted.borrow_mut().push(d.as_ptr())
             });
             assert_eq!(got, want);
-            let expect: Vec<*const u8> = match p.read_ahead {
-                Some(_) => packets.iter().skip(ahead).map(|(d, _)| d.as_ptr()).collect(),
-                None => Vec::new(),
+            let expect: Vec<*const u8> = match p.loads_packet {
+                true => packets.iter().skip(ahead).map(|(d, _)| d.as_ptr()).collect(),
+                false => Vec::new(),
             };
             assert_eq!(hinted.into_inner(), expect);
         }
