@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! sudo cargo run --release -p sift-capture --example capture_bench -- \
-//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES] [SIFT_BLOCKS]
+//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES] [SIFT_BLOCKS] [SCHED_SLICE_US]
 //! ```
 //!
 //! Defaults: 2,000,000 packets per rate; rates `100000,200000,400000,max`
@@ -16,7 +16,9 @@
 //! shows the kernel's drops at the rates this sender reaches); 60-byte
 //! frames (up to 1514: larger frames fill the rings sooner at the same
 //! packet rate, so that drops show); sift's ring in as many blocks as
-//! `sift -B RING_KIB` uses (SIFT_BLOCKS 0) or in SIFT_BLOCKS blocks. The
+//! `sift -B RING_KIB` uses (SIFT_BLOCKS 0) or in SIFT_BLOCKS blocks; sift's
+//! capture thread asks for SCHED_SLICE_US (`sift --sched-slice`, default
+//! `sift_capture::DEFAULT_SCHED_SLICE_US`; 0: the kernel's default slice). The
 //! sender is this program in the other namespace: each thread has its own AF_PACKET socket with
 //! `PACKET_QDISC_BYPASS` (frames go straight to the veth driver) and sends
 //! a pre-built batch of 1,024 frames 64 at a time with `sendmmsg`.
@@ -93,8 +95,11 @@ fn ring(kib: u32, blocks: Option<u32>) -> RingConfig {
 /// The child mode: `capture_bench --sift-child IFACE EXPR KIB [BLOCKS]`
 /// runs sift's capture loop (inside the namespace `ip netns exec` put it
 /// in).
-fn sift_child(iface: &str, expr: &str, kib: u32, blocks: Option<u32>) -> ! {
+fn sift_child(iface: &str, expr: &str, kib: u32, blocks: Option<u32>, slice_us: Option<u32>) -> ! {
     let mut args = CaptureArgs::new(iface);
+    if let Some(us) = slice_us {
+        args.sched_slice_us = us;
+    }
     args.expression = expr.to_string();
     args.write = Some("/dev/null".into());
     args.ring = ring(kib, blocks);
@@ -171,7 +176,8 @@ fn main() {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--sift-child") {
         let blocks = argv.get(5).and_then(|b| b.parse().ok());
-        sift_child(&argv[2], &argv[3], argv[4].parse().expect("KiB"), blocks);
+        let slice = argv.get(6).and_then(|b| b.parse().ok());
+        sift_child(&argv[2], &argv[3], argv[4].parse().expect("KiB"), blocks, slice);
     }
     if argv.get(1).map(String::as_str) == Some("--flood") {
         let n = argv[3].parse().expect("count");
@@ -198,6 +204,7 @@ fn main() {
     let kib: u32 = argv.get(5).and_then(|s| s.parse().ok()).unwrap_or(4096);
     let size: usize = argv.get(6).and_then(|s| s.parse().ok()).unwrap_or(60);
     let blocks: u32 = argv.get(7).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let slice: u32 = argv.get(8).and_then(|s| s.parse().ok()).unwrap_or(sift_capture::DEFAULT_SCHED_SLICE_US);
 
     let id = std::process::id();
     let pair = Pair {
@@ -229,7 +236,7 @@ fn main() {
     let mpkts = packets as f64 / 1e6;
     let geometry = ring(kib, Some(blocks));
     println!(
-        "filter {expr:?}, {packets} packets of {size} bytes per rate, {threads} sender threads, {kib} KiB ring each (sift: {} blocks of {} KiB)",
+        "filter {expr:?}, {packets} packets of {size} bytes per rate, {threads} sender threads, {kib} KiB ring each (sift: {} blocks of {} KiB, scheduler slice {slice} µs)",
         geometry.block_count,
         geometry.block_size >> 10
     );
@@ -241,6 +248,7 @@ fn main() {
             .arg(&exe)
             .args(["--sift-child", &vb, &expr, &kib.to_string()])
             .arg(blocks.to_string())
+            .arg(slice.to_string())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

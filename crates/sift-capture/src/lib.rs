@@ -46,7 +46,7 @@ use frame::{FrameHeader, Framing};
 use sift::{Filter, Insn};
 use updates::LiveFilter;
 
-pub use run::{capture_main, capture_with, open_capture, worker_path, CaptureArgs};
+pub use run::{capture_main, capture_with, open_capture, worker_path, CaptureArgs, DEFAULT_SCHED_SLICE_US};
 
 /// LINKTYPE/DLT value of Ethernet.
 pub const DLT_EN10MB: u32 = 1;

@@ -65,7 +65,20 @@ pub struct CaptureArgs {
     /// the verdicts are the same either way, the kernel then runs the
     /// unoptimized program).
     pub optimize: bool,
+    /// `--sched-slice US`: the time slice each capture thread asks the
+    /// scheduler for (`sched_setattr` with a custom slice; 0 leaves the kernel's
+    /// default). A capture thread works in short bursts and must hand ring
+    /// blocks back promptly: with a short slice it preempts a busy thread
+    /// (e.g. the one flooding the interface) sooner when a block is ready,
+    /// so the ring overflows less. Default [`DEFAULT_SCHED_SLICE_US`].
+    pub sched_slice_us: u32,
 }
+
+/// The time slice capture threads ask for by default: 100 µs, the shortest
+/// the kernel grants. On a 2-core VM flooded with 1514-byte frames at
+/// ~1.4 Mpps (`capture_bench`, 4 MiB rings) it took sift's kernel drops
+/// from 18,455 to 935 over six runs each, at the same CPU per packet.
+pub const DEFAULT_SCHED_SLICE_US: u32 = 100;
 
 impl CaptureArgs {
     /// tcpdump's defaults for `interface`.
@@ -88,6 +101,7 @@ impl CaptureArgs {
             dynamic: false,
             updates: None,
             optimize: true,
+            sched_slice_us: DEFAULT_SCHED_SLICE_US,
         }
     }
 }
@@ -227,6 +241,11 @@ fn capture_blocks(
 ) -> Result<Stats, String> {
     let taken = worker.taken();
     cap.activate().map_err(|e| e.to_string())?;
+    if args.sched_slice_us > 0 {
+        // A hint: a kernel without custom slices (before 6.12) ignores it,
+        // one that refuses it changes nothing either.
+        let _ = sys::request_slice(args.sched_slice_us);
+    }
     let mut captured = 0u64;
     let limit = args.count.unwrap_or(u64::MAX);
     let counting = args.count.is_some();

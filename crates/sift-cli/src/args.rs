@@ -25,6 +25,9 @@ pub struct Args {
     pub ring_timeout_ms: Option<u32>,
     /// `--fanout N`: N capture threads joined in a PACKET_FANOUT group.
     pub fanout: Option<usize>,
+    /// `--sched-slice US`: the scheduler time slice capture threads ask for
+    /// (0: the kernel's default).
+    pub sched_slice_us: Option<u32>,
     /// `-w FILE` (`-` = stdout).
     pub write: Option<String>,
     /// `-C N`: rotate the `-w` file when it exceeds N × 1,000,000 bytes.
@@ -122,6 +125,7 @@ pub fn parse(argv: &[String]) -> Result<Args, ArgError> {
                 "ring-block-size" => a.ring_block_size = Some(number("--ring-block-size", &value(&mut i)?)?),
                 "ring-timeout" => a.ring_timeout_ms = Some(number("--ring-timeout", &value(&mut i)?)?),
                 "fanout" => a.fanout = Some(number("--fanout", &value(&mut i)?)?),
+                "sched-slice" => a.sched_slice_us = Some(number("--sched-slice", &value(&mut i)?)?),
                 "engine" => a.engine = Some(value(&mut i)?),
                 "bpf-file" => a.bpf_file = Some(value(&mut i)?),
                 "linktype" => a.linktype = Some(value(&mut i)?),
@@ -243,6 +247,9 @@ mod tests {
         assert_eq!((a.file_size_mb, a.rotate_seconds, a.max_files, a.pcapng), (Some(10), Some(60), Some(5), true));
         let a = p(&["-i", "eth0", "--engine", "dynamic", "--updates", "-", "tcp"]);
         assert_eq!((a.engine.as_deref(), a.updates.as_deref()), (Some("dynamic"), Some("-")));
+        assert_eq!(p(&["-i", "eth0", "--sched-slice", "0"]).sched_slice_us, Some(0));
+        assert_eq!(p(&["-i", "eth0", "--sched-slice=250"]).sched_slice_us, Some(250));
+        assert_eq!(p(&["-i", "eth0"]).sched_slice_us, None);
     }
 
     #[test]

@@ -35,6 +35,8 @@ usage: sift [-dDOpqU] [-B KiB] [-c count] [-C MB] [-F file] [-G secs] [-i iface]
   --fanout N   N capture threads (PACKET_FANOUT by flow), one output file each (-w out.pcap → out.N.pcap)
   --ring-block-size BYTES, --ring-timeout MS   TPACKET_V3 ring geometry and block retire timeout
                (default 50 ms; 1000 ms with -w FILE and no -U)
+  --sched-slice US   scheduler time slice capture threads ask for (default 100 µs, the shortest Linux
+               6.12+ grants: a woken capture thread preempts busy ones sooner; 0 = kernel default)
   --engine dynamic --updates FILE|-   (with -i) change the filter while capturing, one line per change:
                EXPR  a new filter  |  +EXPR  also capture EXPR  |  -EXPR  withdraw a +EXPR, or stop
                capturing EXPR  |  ?  show the filter  |  # comment. A bad line is reported with a caret
@@ -317,6 +319,9 @@ fn live_capture(a: &Args, iface: &str, expr: &str) -> Result<ExitCode, Fail> {
     }
     if let Some(n) = a.fanout {
         c.fanout = n;
+    }
+    if let Some(us) = a.sched_slice_us {
+        c.sched_slice_us = us;
     }
     c.format = output_format(a);
     c.rotation = rotation(a);
