@@ -83,7 +83,7 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     if prog.is_empty() || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
-    let mut an = Analysis::default();
+    let mut an = Analysis::with_capacity(prog.len());
     // Whether the program may hold what `remove` takes out.
     let mut removable_left = true;
     for _ in 0..MAX_ROUNDS {
@@ -705,6 +705,18 @@ struct Analysis {
 }
 
 impl Analysis {
+    /// An analysis with room for a program of `n` instructions (growing
+    /// its buffers one push at a time costs more than the analysis itself
+    /// on short programs).
+    fn with_capacity(n: usize) -> Analysis {
+        Analysis {
+            before: Vec::with_capacity(n),
+            live_in_no_ops: Vec::with_capacity(n),
+            arena: FactArena { nodes: Vec::with_capacity(4 * n + 16), scratch: Vec::with_capacity(MAX_FACTS) },
+            fresh: false,
+        }
+    }
+
     /// Makes the analysis describe `prog` (computing it unless fresh).
     fn update(&mut self, prog: &[Insn]) {
         if !self.fresh {
