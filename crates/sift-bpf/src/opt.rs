@@ -291,6 +291,23 @@ struct FactNode {
     /// The list's length from this node on.
     len: u32,
     next: u32,
+    /// The [`value_bit`]s of the values the list has facts about from this
+    /// node on (a walk looking for facts about one value stops where its
+    /// bit is clear).
+    values: u64,
+}
+
+/// A value's bit in [`FactNode::values`] (one of 64, by a hash).
+fn value_bit(v: Known) -> u64 {
+    let h = match v {
+        Known::Imm(k) => u64::from(k) << 3,
+        Known::Len => 1,
+        Known::Abs(size, k) => u64::from(k) << 5 | u64::from(size >> 3) << 3 | 2,
+        Known::Ind(size, k, h) => (u64::from(k) << 5 | u64::from(size >> 3) << 3 | 3) ^ u64::from(h) << 32,
+        Known::HeaderLen(k) => u64::from(k) << 3 | 4,
+        Known::Mem(k) => u64::from(k) << 3 | 5,
+    };
+    1 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
 /// The nodes of every fact list of one analysis (nodes are only added;
@@ -316,38 +333,52 @@ impl FactArena {
         self.node(f.0).map_or(0, |n| n.len as usize)
     }
 
+    /// The facts of `f` about `v`, newest first.
+    fn about(&self, f: Facts, v: Known) -> impl Iterator<Item = &Fact> + '_ {
+        let bit = value_bit(v);
+        std::iter::successors(self.node(f.0), |n| self.node(n.next))
+            .take_while(move |n| n.values & bit != 0)
+            .filter(move |n| n.fact.0 == v)
+            .map(|n| &n.fact.1)
+    }
+
+    /// `list` with `fact` on top (no shortening).
+    fn cons(&mut self, list: Facts, fact: (Known, Fact)) -> Facts {
+        let (len, values) = self.node(list.0).map_or((0, 0), |n| (n.len, n.values));
+        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, values: values | value_bit(fact.0) });
+        Facts((self.nodes.len() - 1) as u32)
+    }
+
     fn iter(&self, f: Facts) -> impl Iterator<Item = &(Known, Fact)> + '_ {
         std::iter::successors(self.node(f.0), |n| self.node(n.next)).map(|n| &n.fact)
     }
 
     fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
-        self.iter(list).any(|g| g == f)
+        self.about(list, f.0).any(|g| *g == f.1)
     }
 
     /// `self.scratch` (oldest first) on top of `base`; empties the scratch.
     fn build_from_scratch(&mut self, base: Facts) -> Facts {
-        let mut head = base.0;
+        let mut head = base;
         for i in 0..self.scratch.len() {
-            let fact = self.scratch[i];
-            let len = self.node(head).map_or(0, |n| n.len) + 1;
-            self.nodes.push(FactNode { fact, len, next: head });
-            head = (self.nodes.len() - 1) as u32;
+            head = self.cons(head, self.scratch[i]);
         }
         self.scratch.clear();
-        Facts(head)
+        head
     }
 
     /// `list` with `f` on top.
     fn push(&mut self, list: Facts, f: (Known, Fact)) -> Facts {
-        let mut base = list;
-        if self.len(list) >= 2 * MAX_FACTS {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.clear();
-            scratch.extend(self.iter(list).take(MAX_FACTS - 1).copied());
-            scratch.reverse();
-            self.scratch = scratch;
-            base = self.build_from_scratch(Facts(NIL));
+        if self.len(list) < 2 * MAX_FACTS {
+            return self.cons(list, f);
         }
+        // Too long: keep the newest `MAX_FACTS - 1` below `f`.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend(self.iter(list).take(MAX_FACTS - 1).copied());
+        scratch.reverse();
+        self.scratch = scratch;
+        let base = self.build_from_scratch(Facts(NIL));
         self.scratch.push(f);
         self.build_from_scratch(base)
     }
@@ -386,7 +417,7 @@ impl FactArena {
 
     /// `list` without the facts about `v`.
     fn without(&mut self, list: Facts, v: Known) -> Facts {
-        if !self.iter(list).any(|(w, _)| *w == v) {
+        if self.about(list, v).next().is_none() {
             return list;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -619,7 +650,7 @@ impl State {
         if let Known::Imm(c) = a {
             return Some(holds(code, c, k));
         }
-        arena.iter(self.facts).filter(|(v, _)| *v == a).find_map(|(_, f)| f.decide(code, k))
+        arena.about(self.facts, a).find_map(|f| f.decide(code, k))
     }
 }
 
