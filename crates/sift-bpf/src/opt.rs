@@ -291,6 +291,11 @@ struct FactNode {
     /// The list's length from this node on.
     len: u32,
     next: u32,
+    /// A node further down the list (or [`NIL`]), for finding the node at
+    /// a given length in a logarithmic number of steps: skew-binary jump
+    /// pointers, whose lengths depend only on the node's length, so that
+    /// two lists of equal length jump in step (see [`FactArena::meet`]).
+    jump: u32,
     /// The [`value_bit`]s of the values the list has facts about from this
     /// node on (a walk looking for facts about one value stops where its
     /// bit is clear).
@@ -344,9 +349,34 @@ impl FactArena {
 
     /// `list` with `fact` on top (no shortening).
     fn cons(&mut self, list: Facts, fact: (Known, Fact)) -> Facts {
-        let (len, values) = self.node(list.0).map_or((0, 0), |n| (n.len, n.values));
-        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, values: values | value_bit(fact.0) });
+        let (len, values, jump) = match self.node(list.0) {
+            None => (0, 0, NIL),
+            Some(n) => {
+                let j = self.jump(n.jump);
+                // Jump twice as far when the two jumps below are as long.
+                let double = n.len - self.len(Facts(n.jump)) as u32 == (self.len(Facts(n.jump)) - self.len(Facts(j))) as u32;
+                (n.len, n.values, if double { j } else { list.0 })
+            }
+        };
+        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, jump, values: values | value_bit(fact.0) });
         Facts((self.nodes.len() - 1) as u32)
+    }
+
+    /// The jump pointer of node `i` ([`NIL`] for [`NIL`]).
+    fn jump(&self, i: u32) -> u32 {
+        self.node(i).map_or(NIL, |n| n.jump)
+    }
+
+    /// The node of `list` (a tail of it) whose list is `len` long.
+    fn tail_of_len(&self, list: u32, len: usize) -> u32 {
+        let mut a = list;
+        while let Some(n) = self.node(a) {
+            if n.len as usize <= len {
+                break;
+            }
+            a = if self.len(Facts(n.jump)) >= len { n.jump } else { n.next };
+        }
+        a
     }
 
     fn iter(&self, f: Facts) -> impl Iterator<Item = &(Known, Fact)> + '_ {
@@ -389,16 +419,17 @@ impl FactArena {
             return mine;
         }
         // The longest common tail (shared nodes), then the facts above it.
-        let (mut a, mut b) = (mine.0, other.0);
-        while self.len(Facts(a)) > self.len(Facts(b)) {
-            a = self.nodes[a as usize].next;
-        }
-        while self.len(Facts(b)) > self.len(Facts(a)) {
-            b = self.nodes[b as usize].next;
-        }
+        let common = self.len(mine).min(self.len(other));
+        let (mut a, mut b) = (self.tail_of_len(mine.0, common), self.tail_of_len(other.0, common));
+        // Equally long from here: the jumps go equally far.
         while a != b {
-            a = self.nodes[a as usize].next;
-            b = self.nodes[b as usize].next;
+            let (ja, jb) = (self.jump(a), self.jump(b));
+            if ja != jb {
+                (a, b) = (ja, jb);
+            } else {
+                a = self.nodes[a as usize].next;
+                b = self.nodes[b as usize].next;
+            }
         }
         let tail = Facts(a);
         let tail_len = self.len(tail);
