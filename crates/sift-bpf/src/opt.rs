@@ -196,6 +196,17 @@ impl Fact {
         }
     }
 
+    /// If this fact only says `A != k` (learned from a `jeq #k` not
+    /// taken), that `k`. Such a fact decides nothing but `jeq #k` (what it
+    /// would decide of `jgt #0xffffffff` and `jge #0`, [`always`] decides
+    /// first).
+    fn only_not(self) -> Option<u32> {
+        match self {
+            Fact::Range { lo: 0, hi: u32::MAX, not } => not,
+            _ => None,
+        }
+    }
+
     /// The outcome of `code #k` if this fact decides it.
     pub(crate) fn decide(self, code: u16, k: u32) -> Option<bool> {
         match (self, code & 0xf0) {
@@ -300,6 +311,16 @@ struct FactNode {
     /// node on (a walk looking for facts about one value stops where its
     /// bit is clear).
     values: u64,
+    /// The same for the facts other than [`Fact::only_not`] ones.
+    strong: u64,
+    /// The [`not_bit`]s of the [`Fact::only_not`] facts from this node on.
+    nots: u64,
+}
+
+/// The bit of "`v != k`" in [`FactNode::nots`] (one of 64, by a hash).
+fn not_bit(v: Known, k: u32) -> u64 {
+    let h = value_bit(v).trailing_zeros();
+    1 << ((u64::from(k) ^ u64::from(h) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
 /// A value's bit in [`FactNode::values`] (one of 64, by a hash).
@@ -347,18 +368,41 @@ impl FactArena {
             .map(|n| &n.fact.1)
     }
 
+    /// The facts of `f` about `v` other than [`Fact::only_not`] ones,
+    /// newest first.
+    fn strong_about(&self, f: Facts, v: Known) -> impl Iterator<Item = &Fact> + '_ {
+        let bit = value_bit(v);
+        std::iter::successors(self.node(f.0), |n| self.node(n.next))
+            .take_while(move |n| n.strong & bit != 0)
+            .filter(move |n| n.fact.0 == v && n.fact.1.only_not().is_none())
+            .map(|n| &n.fact.1)
+    }
+
+    /// Whether `f` may hold "`v != k`" as a [`Fact::only_not`] fact
+    /// (false: it certainly does not).
+    fn may_hold_not(&self, f: Facts, v: Known, k: u32) -> bool {
+        self.node(f.0).is_some_and(|n| n.nots & not_bit(v, k) != 0)
+    }
+
     /// `list` with `fact` on top (no shortening).
     fn cons(&mut self, list: Facts, fact: (Known, Fact)) -> Facts {
-        let (len, values, jump) = match self.node(list.0) {
-            None => (0, 0, NIL),
+        let (len, mut values, jump) = match self.node(list.0) {
+            None => (0, (0, 0, 0), NIL),
             Some(n) => {
                 let j = self.jump(n.jump);
                 // Jump twice as far when the two jumps below are as long.
                 let double = n.len - self.len(Facts(n.jump)) as u32 == (self.len(Facts(n.jump)) - self.len(Facts(j))) as u32;
-                (n.len, n.values, if double { j } else { list.0 })
+                (n.len, (n.values, n.strong, n.nots), if double { j } else { list.0 })
             }
         };
-        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, jump, values: values | value_bit(fact.0) });
+        let (v, f) = fact;
+        values.0 |= value_bit(v);
+        match f.only_not() {
+            Some(k) => values.2 |= not_bit(v, k),
+            None => values.1 |= value_bit(v),
+        }
+        let (values, strong, nots) = values;
+        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, jump, values, strong, nots });
         Facts((self.nodes.len() - 1) as u32)
     }
 
@@ -681,7 +725,12 @@ impl State {
         if let Known::Imm(c) = a {
             return Some(holds(code, c, k));
         }
-        arena.about(self.facts, a).find_map(|f| f.decide(code, k))
+        // "A != q" decides nothing but `jeq #q`.
+        if code & 0xf0 == op::JEQ && arena.may_hold_not(self.facts, a, k) {
+            arena.about(self.facts, a).find_map(|f| f.decide(code, k))
+        } else {
+            arena.strong_about(self.facts, a).find_map(|f| f.decide(code, k))
+        }
     }
 }
 
