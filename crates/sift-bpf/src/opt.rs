@@ -313,6 +313,9 @@ struct FactNode {
     values: u64,
     /// The same for the facts other than [`Fact::only_not`] ones.
     strong: u64,
+    /// The first node from this one on whose fact is not a
+    /// [`Fact::only_not`] one (or [`NIL`]).
+    strong_head: u32,
     /// The [`not_bit`]s of the [`Fact::only_not`] facts from this node on.
     nots: u64,
 }
@@ -372,9 +375,10 @@ impl FactArena {
     /// newest first.
     fn strong_about(&self, f: Facts, v: Known) -> impl Iterator<Item = &Fact> + '_ {
         let bit = value_bit(v);
-        std::iter::successors(self.node(f.0), |n| self.node(n.next))
+        let strong_head = |i: u32| self.node(i).and_then(|n| self.node(n.strong_head));
+        std::iter::successors(strong_head(f.0), move |n| strong_head(n.next))
             .take_while(move |n| n.strong & bit != 0)
-            .filter(move |n| n.fact.0 == v && n.fact.1.only_not().is_none())
+            .filter(move |n| n.fact.0 == v)
             .map(|n| &n.fact.1)
     }
 
@@ -386,24 +390,31 @@ impl FactArena {
 
     /// `list` with `fact` on top (no shortening).
     fn cons(&mut self, list: Facts, fact: (Known, Fact)) -> Facts {
-        let (len, mut values, jump) = match self.node(list.0) {
-            None => (0, (0, 0, 0), NIL),
+        let (len, mut values, jump, below) = match self.node(list.0) {
+            None => (0, (0, 0, 0), NIL, NIL),
             Some(n) => {
                 let j = self.jump(n.jump);
                 // Jump twice as far when the two jumps below are as long.
                 let double = n.len - self.len(Facts(n.jump)) as u32 == (self.len(Facts(n.jump)) - self.len(Facts(j))) as u32;
-                (n.len, (n.values, n.strong, n.nots), if double { j } else { list.0 })
+                (n.len, (n.values, n.strong, n.nots), if double { j } else { list.0 }, n.strong_head)
             }
         };
         let (v, f) = fact;
+        let at = self.nodes.len() as u32;
         values.0 |= value_bit(v);
-        match f.only_not() {
-            Some(k) => values.2 |= not_bit(v, k),
-            None => values.1 |= value_bit(v),
-        }
+        let strong_head = match f.only_not() {
+            Some(k) => {
+                values.2 |= not_bit(v, k);
+                below
+            }
+            None => {
+                values.1 |= value_bit(v);
+                at
+            }
+        };
         let (values, strong, nots) = values;
-        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, jump, values, strong, nots });
-        Facts((self.nodes.len() - 1) as u32)
+        self.nodes.push(FactNode { fact, len: len + 1, next: list.0, jump, values, strong, strong_head, nots });
+        Facts(at)
     }
 
     /// The jump pointer of node `i` ([`NIL`] for [`NIL`]).
@@ -428,7 +439,10 @@ impl FactArena {
     }
 
     fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
-        self.about(list, f.0).any(|g| *g == f.1)
+        match f.1.only_not() {
+            Some(k) => self.may_hold_not(list, f.0, k) && self.about(list, f.0).any(|g| *g == f.1),
+            None => self.strong_about(list, f.0).any(|g| *g == f.1),
+        }
     }
 
     /// `self.scratch` (oldest first) on top of `base`; empties the scratch.
