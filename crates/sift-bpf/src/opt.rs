@@ -88,7 +88,7 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     let mut removable_left = true;
     for _ in 0..MAX_ROUNDS {
         let threaded = thread_jumps(prog, &mut an);
-        let merged = merge_tails(prog);
+        let merged = merge_tails(prog, &mut an.bufs);
         if merged {
             an.fresh = false;
         }
@@ -827,6 +827,23 @@ struct Analysis {
     /// Whether the above describe the program as it is now (every step
     /// that changes the program clears this).
     fresh: bool,
+    /// Room the steps reuse from one round to the next.
+    bufs: Buffers,
+}
+
+/// Buffers of the steps of [`optimize`], allocated once per call.
+#[derive(Default)]
+struct Buffers {
+    /// Tail merging: the equivalent instruction each one goes to, and the
+    /// first instruction seen with each key.
+    canon: Vec<usize>,
+    seen: HashMap<(u16, u32, usize, usize), usize, BuildHasherDefault<MixHasher>>,
+    /// Removal: the new index of each instruction.
+    new_index: Vec<usize>,
+    /// Chain regrouping: predecessors, and where a chain relies on A being
+    /// overwritten.
+    preds: Vec<u32>,
+    relied: Vec<bool>,
 }
 
 impl Analysis {
@@ -839,6 +856,13 @@ impl Analysis {
             live_in_no_ops: Vec::with_capacity(n),
             arena: FactArena { nodes: Vec::with_capacity(4 * n + 16), scratch: Vec::with_capacity(MAX_FACTS) },
             fresh: false,
+            bufs: Buffers {
+                canon: Vec::with_capacity(n),
+                seen: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
+                new_index: Vec::with_capacity(n + 1),
+                preds: Vec::with_capacity(n),
+                relied: Vec::with_capacity(n + 1),
+            },
         }
     }
 
@@ -1075,8 +1099,11 @@ struct Link {
 fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let n = prog.len();
     analysis.update(prog);
+    let mut preds = std::mem::take(&mut analysis.bufs.preds);
+    let mut relied = std::mem::take(&mut analysis.bufs.relied);
     let an = &*analysis;
-    let mut preds = vec![0u32; n];
+    preds.clear();
+    preds.resize(n, 0);
     for (pc, &insn) in prog.iter().enumerate() {
         for t in successors(pc, insn) {
             if let Some(c) = preds.get_mut(t) {
@@ -1086,7 +1113,8 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     }
     // Positions where a rewritten chain relies on A being overwritten: a
     // chain starting there must not start by testing the A it finds.
-    let mut relied = vec![false; n + 1];
+    relied.clear();
+    relied.resize(n + 1, false);
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
@@ -1107,6 +1135,8 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
             None => pc += 1,
         }
     }
+    analysis.bufs.preds = preds;
+    analysis.bufs.relied = relied;
     if changed {
         analysis.fresh = false;
     }
@@ -1262,11 +1292,12 @@ fn emit_chain(
 
 /// Tail merging (step 3 of the module documentation). Returns whether any
 /// jump changed.
-fn merge_tails(prog: &mut [Insn]) -> bool {
+fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
     let n = prog.len();
-    let mut canon: Vec<usize> = (0..n).collect();
-    let mut seen: HashMap<(u16, u32, usize, usize), usize, BuildHasherDefault<MixHasher>> =
-        HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default());
+    let Buffers { canon, seen, .. } = bufs;
+    canon.clear();
+    canon.extend(0..n);
+    seen.clear();
     for pc in (0..n).rev() {
         let insn = prog[pc];
         let c = |t: usize| if t < n { canon[t] } else { n };
@@ -1364,22 +1395,24 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     }
     an.update(prog);
     let n = prog.len();
-    let keep: Vec<bool> = (0..n).map(|pc| !removable(prog, an, pc)).collect();
-    if keep.iter().all(|&k| k) {
-        return changed;
-    }
     // new_index[pc]: how many kept instructions come before pc; a jump to a
     // removed instruction lands on the next kept one.
-    let mut new_index = Vec::with_capacity(n + 1);
+    let mut new_index = std::mem::take(&mut an.bufs.new_index);
+    new_index.clear();
     let mut count = 0usize;
-    for &k in &keep {
+    for pc in 0..n {
         new_index.push(count);
-        count += usize::from(k);
+        count += usize::from(!removable(prog, an, pc));
     }
     new_index.push(count);
-    let mut out = Vec::with_capacity(count);
+    if count == n || count == 0 {
+        an.bufs.new_index = new_index;
+        // (Nothing left would not be a program: keep it as it is.)
+        return changed && count != 0;
+    }
+    // In place: instruction pc moves to new_index[pc] <= pc.
     for pc in 0..n {
-        if !keep[pc] {
+        if new_index[pc + 1] == new_index[pc] {
             continue;
         }
         let mut insn = prog[pc];
@@ -1390,12 +1423,10 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
             insn.jt = rel(usize::from(insn.jt)) as u8;
             insn.jf = rel(usize::from(insn.jf)) as u8;
         }
-        out.push(insn);
+        prog[new_index[pc]] = insn;
     }
-    if out.is_empty() {
-        return false;
-    }
-    *prog = out;
+    prog.truncate(count);
+    an.bufs.new_index = new_index;
     an.fresh = false;
     true
 }
