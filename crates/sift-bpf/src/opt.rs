@@ -953,6 +953,13 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
             flow(pc + 1, next, before, arena);
         }
     }
+    liveness(prog, before, live_in_no_ops);
+}
+
+/// The registers live before each instruction of `prog` if the redundant
+/// loads were gone, given the facts `before` each one.
+fn liveness(prog: &[Insn], before: &[Option<State>], live_in_no_ops: &mut Vec<u8>) {
+    let n = prog.len();
     live_in_no_ops.clear();
     live_in_no_ops.resize(n, 0);
     for pc in (0..n).rev() {
@@ -1400,9 +1407,15 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     let mut new_index = std::mem::take(&mut an.bufs.new_index);
     new_index.clear();
     let mut count = 0usize;
+    // Whether every instruction removed does nothing (see below).
+    let mut no_ops_only = true;
     for pc in 0..n {
         new_index.push(count);
-        count += usize::from(!removable(prog, an, pc));
+        if removable(prog, an, pc) {
+            no_ops_only &= no_op(prog, an, pc);
+        } else {
+            count += 1;
+        }
     }
     new_index.push(count);
     if count == n || count == 0 {
@@ -1424,11 +1437,34 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
             insn.jf = rel(usize::from(insn.jf)) as u8;
         }
         prog[new_index[pc]] = insn;
+        if no_ops_only {
+            an.before[new_index[pc]] = an.before[pc];
+        }
     }
     prog.truncate(count);
+    if no_ops_only && an.fresh {
+        // The instructions removed were unreachable or changed nothing on
+        // any path (jumps to the next instruction, loads of what the
+        // register held): the program's paths, with those left out, are
+        // the same, and what held before each instruction still does. The
+        // facts stay, only liveness is recomputed; no new analysis.
+        an.before.truncate(count);
+        liveness(prog, &an.before, &mut an.live_in_no_ops);
+    } else {
+        an.fresh = false;
+    }
     an.bufs.new_index = new_index;
-    an.fresh = false;
     true
+}
+
+/// Does the instruction at `pc` do nothing on any path (unreachable, a
+/// jump to the next instruction, a load of what the register holds)?
+fn no_op(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
+    let Some(s) = &an.before[pc] else { return true };
+    let insn = prog[pc];
+    insn == Insn::stmt(op::JMP | op::JA, 0)
+        || is_cond(insn.code) && insn.jt == 0 && insn.jf == 0
+        || redundant(s, insn).is_some()
 }
 
 /// Can the instruction at `pc` go (unreachable, `ja 0`, a redundant or
