@@ -80,7 +80,8 @@ const MAX_THREAD_STEPS: usize = 256;
 /// Optimizes `prog`, a program whose jumps all go forward (see the module
 /// documentation). Programs with a backward `ja` are left alone.
 pub fn optimize(prog: &mut Vec<Insn>) {
-    if prog.is_empty() || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
+    // (One instruction, a `ret`, leaves nothing to do.)
+    if prog.len() <= 1 || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
     let mut an = Analysis::with_capacity(prog.len());
@@ -854,15 +855,9 @@ impl Analysis {
         Analysis {
             before: Vec::with_capacity(n),
             live_in_no_ops: Vec::with_capacity(n),
-            arena: FactArena { nodes: Vec::with_capacity(4 * n + 16), scratch: Vec::with_capacity(MAX_FACTS) },
+            arena: FactArena { nodes: Vec::with_capacity(2 * n + 8), scratch: Vec::new() },
             fresh: false,
-            bufs: Buffers {
-                canon: Vec::with_capacity(n),
-                seen: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-                new_index: Vec::with_capacity(n + 1),
-                preds: Vec::with_capacity(n),
-                relied: Vec::with_capacity(n + 1),
-            },
+            bufs: Buffers::default(),
         }
     }
 
@@ -1305,6 +1300,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
     canon.clear();
     canon.extend(0..n);
     seen.clear();
+    seen.reserve(n);
     for pc in (0..n).rev() {
         let insn = prog[pc];
         let c = |t: usize| if t < n { canon[t] } else { n };
