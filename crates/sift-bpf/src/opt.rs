@@ -1618,6 +1618,48 @@ mod tests {
         );
     }
 
+    /// `tcp` as the code generator emits it: threading the edge that
+    /// leaves `[23] == 6` past the reload of `[12]` and the test it decides
+    /// makes the reloads no-ops; removing them keeps the facts (no new
+    /// analysis), and the next round must still see the whole program right.
+    #[test]
+    fn reloads_go_after_threading_and_the_facts_stay_right() {
+        let mut p = vec![
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x800, 0, 2),
+            s(LD | B | ABS, 23),
+            j(JMP | JEQ | K, 6, 8, 0),
+            s(LD | H | ABS, 12),
+            j(JMP | JEQ | K, 0x86dd, 0, 7),
+            s(LD | B | ABS, 20),
+            j(JMP | JEQ | K, 6, 4, 0),
+            s(LD | B | ABS, 20),
+            j(JMP | JEQ | K, 0x2c, 0, 3),
+            s(LD | B | ABS, 54),
+            j(JMP | JEQ | K, 6, 0, 1),
+            s(RET | K, 262_144),
+            s(RET | K, 0),
+        ];
+        optimize(&mut p);
+        assert_eq!(
+            p,
+            vec![
+                s(LD | H | ABS, 12),
+                j(JMP | JEQ | K, 0x800, 0, 2),
+                s(LD | B | ABS, 23),
+                j(JMP | JEQ | K, 6, 6, 7),
+                j(JMP | JEQ | K, 0x86dd, 0, 6),
+                s(LD | B | ABS, 20),
+                j(JMP | JEQ | K, 6, 3, 0),
+                j(JMP | JEQ | K, 0x2c, 0, 3),
+                s(LD | B | ABS, 54),
+                j(JMP | JEQ | K, 6, 0, 1),
+                s(RET | K, 262_144),
+                s(RET | K, 0),
+            ]
+        );
+    }
+
     #[test]
     fn redundant_and_dead_loads_go() {
         let mut p = vec![
