@@ -48,8 +48,13 @@
 //! a persistent list shared with the points before it, its nodes kept in
 //! one arena per analysis (a state is a plain value: copying it costs
 //! nothing, and no list is ever freed node by node), and the meet of two
-//! paths keeps their shared tail. It is only recomputed when a step changed
-//! the program, and its buffers are reused from one step to the next.
+//! paths keeps their shared tail, found with jump pointers. Each node
+//! summarizes the values its list has facts about and its "A != k" facts
+//! in 64-bit filters, so looking for facts about one value skips the rest.
+//! The analysis is only recomputed when a step changed the program (not
+//! when removal only took out instructions that do nothing on any path:
+//! the facts then stay true), and its buffers are reused from one step to
+//! the next.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
