@@ -120,12 +120,9 @@ struct Asm {
     code: Vec<u8>,
     /// Code offset of each label (`usize::MAX` while unbound).
     labels: Vec<usize>,
-    /// (position of a rel8/rel32 field, its size, label) for every jump,
-    /// in emission order.
+    /// (position of a rel32 field, its size (4; 1 once [`Asm::relax`]
+    /// shortened the jump), label) for every jump, in emission order.
     fixups: Vec<(usize, u8, usize)>,
-    /// Whether jump number `i` (in emission order) may use a rel8 field
-    /// (from a previous pass with rel32 everywhere).
-    short: Vec<bool>,
 }
 
 impl Asm {
@@ -217,59 +214,88 @@ impl Asm {
         }
     }
 
-    fn is_short(&self) -> bool {
-        self.short.get(self.fixups.len()).copied().unwrap_or(false)
-    }
-
+    /// `jcc rel32` (shortened by [`Asm::relax`] where it fits).
     fn jcc(&mut self, cc: Cc, label: usize) {
-        if self.is_short() {
-            self.byte(0x70 | cc as u8);
-            self.fixups.push((self.code.len(), 1, label));
-            self.byte(0);
-        } else {
-            self.bytes(&[0x0f, 0x80 | cc as u8]);
-            self.fixups.push((self.code.len(), 4, label));
-            self.imm32(0);
-        }
+        self.bytes(&[0x0f, 0x80 | cc as u8]);
+        self.fixups.push((self.code.len(), 4, label));
+        self.imm32(0);
     }
 
+    /// `jmp rel32` (shortened by [`Asm::relax`] where it fits).
     fn jmp(&mut self, label: usize) {
-        if self.is_short() {
-            self.byte(0xeb);
-            self.fixups.push((self.code.len(), 1, label));
-            self.byte(0);
-        } else {
-            self.byte(0xe9);
-            self.fixups.push((self.code.len(), 4, label));
-            self.imm32(0);
-        }
+        self.byte(0xe9);
+        self.fixups.push((self.code.len(), 4, label));
+        self.imm32(0);
     }
 
     fn bind(&mut self, label: usize) {
         self.labels[label] = self.code.len();
     }
 
-    /// The displacement of every jump (in emission order); `None` if a
-    /// label is unbound or out of 32-bit reach.
-    fn displacements(&self) -> Option<Vec<i64>> {
-        self.fixups
-            .iter()
-            .map(|&(at, size, label)| {
-                let target = *self.labels.get(label)?;
-                if target == usize::MAX {
-                    return None;
-                }
-                let rel =
-                    i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
-                i32::try_from(rel).ok().map(i64::from)
-            })
-            .collect()
+    /// The displacement of the jump `(at, size, label)` (a fixup);
+    /// `None` if its label is unbound or out of 32-bit reach.
+    fn displacement(&self, (at, size, label): (usize, u8, usize)) -> Option<i64> {
+        let target = *self.labels.get(label)?;
+        if target == usize::MAX {
+            return None;
+        }
+        let rel = i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
+        i32::try_from(rel).ok().map(i64::from)
     }
 
-    /// Patches every jump; `None` if a displacement does not fit.
+    /// Rewrites every jump whose displacement fits in 8 bits with a rel8
+    /// field (`jcc rel8`, `jmp rel8`), moving the code and labels after it.
+    /// Code only shrinks, so every displacement that fitted still fits:
+    /// the result is what emitting again with those jumps short would give.
+    fn relax(&mut self) -> Option<()> {
+        // (old end of a shortened jump, bytes removed up to and with it).
+        let mut cuts: Vec<(usize, usize)> = Vec::with_capacity(self.fixups.len());
+        let mut removed = 0;
+        // Old code is read at `read` and written at `read - removed`.
+        let mut read = 0;
+        for i in 0..self.fixups.len() {
+            let rel = self.displacement(self.fixups[i])?;
+            let fixup = &mut self.fixups[i];
+            let at = fixup.0;
+            if !fits_i8(rel) {
+                fixup.0 = at - removed;
+                continue;
+            }
+            let jmp = *self.code.get(at.checked_sub(1)?)? == 0xe9;
+            let start = at - if jmp { 1 } else { 2 };
+            self.code.copy_within(read..start, read - removed);
+            let w = start - removed;
+            self.code[w] = if jmp { 0xeb } else { 0x70 | (self.code[at - 1] & 0x0f) };
+            *fixup = (w + 1, 1, fixup.2);
+            read = at + 4;
+            removed = read - (w + 2);
+            cuts.push((read, removed));
+        }
+        if removed == 0 {
+            return Some(());
+        }
+        let len = self.code.len();
+        self.code.copy_within(read..len, read - removed);
+        self.code.truncate(len - removed);
+        for label in &mut self.labels {
+            if *label != usize::MAX {
+                let i = cuts.partition_point(|&(end, _)| end <= *label);
+                *label -= i.checked_sub(1).map_or(0, |i| cuts[i].1);
+            }
+        }
+        Some(())
+    }
+
+    /// Shortens the jumps that fit ([`Asm::relax`]) and patches every jump;
+    /// `None` if a displacement does not fit.
     fn finish(mut self) -> Option<Vec<u8>> {
-        let rels = self.displacements()?;
-        for (&(at, size, _), rel) in self.fixups.iter().zip(rels) {
+        if self.code.len() > i32::MAX as usize {
+            return None;
+        }
+        self.relax()?;
+        for i in 0..self.fixups.len() {
+            let (at, size, _) = self.fixups[i];
+            let rel = self.displacement(self.fixups[i])?;
             if size == 1 {
                 *self.code.get_mut(at)? = i8::try_from(rel).ok()? as u8;
             } else {
@@ -397,12 +423,9 @@ fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
 /// Compiles a program that `sift_bpf::interp::Program::new` accepted.
 /// Returns `None` only if the code would be too large for 32-bit jumps.
 pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
-    // Two passes: the first with 32-bit jumps everywhere; the second emits
-    // the same instruction sequence with 8-bit jumps where the first pass's
-    // displacement fits. Code only shrinks in the second pass, so those
-    // displacements still fit.
-    let plan = Plan::new(prog)?;
-    assemble(|short| emit(prog, &plan, short, false))
+    // One pass with 32-bit jumps everywhere, then 8-bit jumps where the
+    // displacement fits (`Asm::finish`).
+    emit(prog, &Plan::new(prog)?, false).finish()
 }
 
 /// Compiles the batch function of a program that
@@ -410,23 +433,10 @@ pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
 /// documentation); `None` only if the code would be too large for 32-bit
 /// jumps.
 pub(crate) fn compile_batch(prog: &[Insn]) -> Option<Vec<u8>> {
-    let plan = Plan::new(prog)?;
-    assemble(|short| emit(prog, &plan, short, true))
+    emit(prog, &Plan::new(prog)?, true).finish()
 }
 
-/// Runs the two emission passes of `emit` (32-bit jumps, then 8-bit ones
-/// where the first pass's displacement fits) and patches the jumps.
-fn assemble(emit: impl Fn(Vec<bool>) -> Asm) -> Option<Vec<u8>> {
-    let first = emit(Vec::new());
-    let short = first.displacements()?.into_iter().map(fits_i8).collect();
-    let second = emit(short);
-    if second.code.len() > i32::MAX as usize {
-        return None;
-    }
-    second.finish()
-}
-
-/// What both emission passes need to know about `prog` (computed once).
+/// What emitting `prog` needs to know about it.
 struct Plan {
     has_backward: bool,
     /// Scratch words read (bit `k` for `M[k]`): zeroed on entry.
@@ -501,7 +511,7 @@ impl Plan {
 
 /// Emits the code for `prog` (jump fields unpatched): the per-packet
 /// function, or with `batch` the batch function (module documentation).
-fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>, batch: bool) -> Asm {
+fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
     let len = prog.len();
     let reject = len;
     // Batch function only: where a verdict in `eax` is stored, the loop
@@ -512,7 +522,6 @@ fn emit(prog: &[Insn], plan: &Plan, short: Vec<bool>, batch: bool) -> Asm {
         code: Vec::with_capacity(len * 12 + 96),
         labels: vec![usize::MAX; len + 4],
         fixups: Vec::with_capacity(2 * len),
-        short,
     };
     if batch {
         asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x55]); // push rbx; push r12; push r13
@@ -925,8 +934,32 @@ mod tests {
             code: Vec::new(),
             labels: vec![usize::MAX; 1],
             fixups: Vec::new(),
-            short: Vec::new(),
         }
+    }
+
+    #[test]
+    fn jumps_that_fit_get_rel8_and_the_rest_moves() {
+        let mut a = asm();
+        a.labels = vec![usize::MAX; 3];
+        a.bind(0); // 0
+        a.byte(0x90);
+        a.jcc(Cc::E, 1); // short: over the nop
+        a.byte(0x90);
+        a.bind(1);
+        a.jmp(2); // long: over 200 nops
+        a.bytes(&[0x90; 200]);
+        a.bind(2);
+        a.jcc(Cc::Ne, 2); // short, backward (to itself)
+        a.jmp(1); // long, backward
+        a.byte(0xc3);
+        let code = a.finish().expect("fits");
+        let mut want = vec![0x90, 0x74, 0x01, 0x90, 0xe9, 200, 0, 0, 0];
+        want.extend([0x90; 200]);
+        // jne rel8 from 211 back to 209; jmp rel32 from 216 back to 4.
+        want.extend([0x75, (-2i8) as u8, 0xe9]);
+        want.extend((4i32 - 216).to_le_bytes());
+        want.push(0xc3);
+        assert_eq!(code, want);
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::analysis::{
-    atoms_all, decide_in_range, first_test, pred_atoms, pred_atoms_all, proven_len, range, test_atoms, within,
+    atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
 };
 use super::factor::eq_set;
 use crate::pred::{CmpOp, Pred, Test, Value};
@@ -435,25 +435,25 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would).
-    let mut kept: Vec<S> = Vec::with_capacity(out.len());
+    let mut ps: Vec<Pred> = Vec::with_capacity(out.len());
+    // What the last operand kept is known to be, and whether all are known
+    // to be `unit`.
+    let (mut last, mut all_unit) = (None, true);
     let mut it = out.into_iter().peekable();
     while let Some(s) = it.next() {
-        if s.known == Some(unit) {
-            if let Some(next) = it.peek() {
-                if covers(&next.p, &s.p) {
-                    continue;
-                }
-            }
+        if s.known == Some(unit) && it.peek().is_some_and(|next| covers(&next.p, &s.p)) {
+            continue;
         }
-        kept.push(s);
+        last = Some(s.known);
+        all_unit &= s.known == Some(unit);
+        ps.push(s.p);
     }
-    let known = match kept.last() {
+    let known = match last {
         None => Some(unit),
-        Some(last) if last.known == Some(!unit) => Some(!unit),
-        _ if kept.iter().all(|s| s.known == Some(unit)) => Some(unit),
+        Some(k) if k == Some(!unit) => Some(!unit),
+        _ if all_unit => Some(unit),
         _ => None,
     };
-    let ps: Vec<Pred> = kept.into_iter().map(|s| s.p).collect();
     let p = match ps.len() {
         0 => if unit { Pred::True } else { Pred::False },
         1 => ps.into_iter().next().unwrap_or(Pred::True),
@@ -475,8 +475,6 @@ fn covers(next: &Pred, p: &Pred) -> bool {
     let mut first = Vec::new();
     test_atoms(t, &mut first);
     let len = first.iter().map(|a| proven_len(a)).max().unwrap_or(0);
-    let mut mine = Vec::new();
-    pred_atoms(p, &mut mine);
-    mine.iter().all(|a| within(a, len) || first.contains(a))
+    pred_atoms_all(p, &mut |a| within(a, len) || first.contains(&a))
 }
 

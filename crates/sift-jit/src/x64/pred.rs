@@ -512,8 +512,8 @@ fn shift_r(asm: &mut Asm, ext: u8, r: u8, n: u32) {
     }
 }
 
-/// Emits the whole function once (`short`: see [`compile`](super::compile)).
-fn emit(pred: &Pred, accept: u32, short: Vec<bool>) -> Option<Asm> {
+/// Emits the whole function (jumps unpatched, see [`Asm::finish`]).
+fn emit(pred: &Pred, accept: u32) -> Option<Asm> {
     let regs = max_need(pred, MAX_DEPTH)?;
     let saved = REGS.get(FREE_REGS..regs.max(FREE_REGS))?;
     let mut cx = Ctx {
@@ -521,7 +521,6 @@ fn emit(pred: &Pred, accept: u32, short: Vec<bool>) -> Option<Asm> {
             code: Vec::with_capacity(256),
             labels: Vec::new(),
             fixups: Vec::new(),
-            short,
         },
         reject: 0,
         known: 0,
@@ -551,11 +550,5 @@ fn emit(pred: &Pred, accept: u32, short: Vec<bool>) -> Option<Asm> {
 /// 0 when it does not or evaluation aborts. `None`: too deep or too many
 /// registers needed.
 pub(crate) fn compile(pred: &Pred, accept: u32) -> Option<Vec<u8>> {
-    let first = emit(pred, accept, Vec::new())?;
-    let short = first.displacements()?.into_iter().map(fits_i8).collect();
-    let second = emit(pred, accept, short)?;
-    if second.code.len() > i32::MAX as usize {
-        return None;
-    }
-    second.finish()
+    emit(pred, accept)?.finish()
 }
