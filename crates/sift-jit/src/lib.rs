@@ -193,8 +193,7 @@ impl JitFilter {
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
-        let code = x64::compile(prog).ok_or(JitError::TooLarge)?;
-        let batch = x64::compile_batch(prog).ok_or(JitError::TooLarge)?;
+        let (code, batch) = x64::compile_both(prog).ok_or(JitError::TooLarge)?;
         let code = exec::ExecBuffer::with_batch(&code, &batch).map_err(JitError::Memory)?;
         Ok(JitFilter {
             code,

@@ -20,7 +20,7 @@
 //!
 //! # The batch function
 //!
-//! [`compile_batch`] emits the same program as a loop over many packets,
+//! [`compile_both`] also emits the same program as a loop over many packets,
 //! `extern "sysv64" fn(slots: *const Slot, n: usize, out: *mut u32)`
 //! (`Slot` is `exec::Slot`: packet pointer at 0, captured length at 8, wire
 //! length at 16, an address to prefetch at 24, 32 bytes): `rbx` walks the
@@ -28,9 +28,11 @@
 //! and `r12` holds the end of `out` (callee-saved registers, pushed and
 //! popped once per call). Each iteration prefetches its slot's address
 //! (the headers of a packet further on, or its own packet: see
-//! `JitFilter::for_each_verdict`), loads `rdi`/`rsi`/`edx` from its
-//! slot and runs the per-packet code unchanged (A, X, the scratch words
-//! read and the backward-jump budget are reset per packet), except that
+//! `JitFilter::for_each_verdict`), loads `rdi`/`rsi` (and `edx` if the
+//! program reads the wire length) from its slot and runs the per-packet
+//! code unchanged (A, X, the scratch words read and the backward-jump
+//! budget are reset per packet; A and X only in programs that could see
+//! their initial zero), except that
 //! every `ret` becomes a jump to a shared tail storing `eax` to the
 //! verdict and moving on: the verdicts are those of the per-packet
 //! function, without a call per packet.
@@ -420,20 +422,28 @@ fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
     known.into_iter().map(|k| k.unwrap_or(0)).collect()
 }
 
-/// Compiles a program that `sift_bpf::interp::Program::new` accepted.
-/// Returns `None` only if the code would be too large for 32-bit jumps.
-pub(crate) fn compile(prog: &[Insn]) -> Option<Vec<u8>> {
-    // One pass with 32-bit jumps everywhere, then 8-bit jumps where the
-    // displacement fits (`Asm::finish`).
-    emit(prog, &Plan::new(prog)?, false).finish()
+/// Compiles a program that `sift_bpf::interp::Program::new` accepted:
+/// `(per-packet function, batch function)` (see the module
+/// documentation), from one analysis of the program. Each is emitted in
+/// one pass with 32-bit jumps everywhere, then shortened to 8-bit jumps
+/// where the displacement fits (`Asm::finish`). `None` only if the code
+/// would be too large for 32-bit jumps.
+pub(crate) fn compile_both(prog: &[Insn]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let plan = Plan::new(prog)?;
+    Some((emit(prog, &plan, false).finish()?, emit(prog, &plan, true).finish()?))
 }
 
-/// Compiles the batch function of a program that
-/// `sift_bpf::interp::Program::new` accepted (see the module
-/// documentation); `None` only if the code would be too large for 32-bit
-/// jumps.
-pub(crate) fn compile_batch(prog: &[Insn]) -> Option<Vec<u8>> {
-    emit(prog, &Plan::new(prog)?, true).finish()
+/// Whether an instruction with opcode `code` reads the X register.
+fn reads_x_register(code: u16) -> bool {
+    match code & 0x07 {
+        LD => code & 0xe0 == IND,
+        ALU => code & 0xf0 != NEG && code & X != 0,
+        JMP => code & 0xf0 != JA && code & X != 0,
+        STX => true,
+        RET => code & 0x18 == X,
+        MISC => code & 0xf8 == TXA,
+        _ => false,
+    }
 }
 
 /// What emitting `prog` needs to know about it.
@@ -442,6 +452,14 @@ struct Plan {
     /// Scratch words read (bit `k` for `M[k]`): zeroed on entry.
     mem_read: u16,
     uses_div: bool,
+    /// Whether A may be read before it is written (else it needs no zero
+    /// on entry).
+    reads_a_first: bool,
+    /// Whether any instruction reads X (else it needs no zero on entry).
+    reads_x: bool,
+    /// Whether the program reads the wire length (`ld`/`ldx len`; else the
+    /// batch function does not load it).
+    reads_len: bool,
     /// Bytes known to be captured before each instruction.
     known: Vec<u64>,
     /// fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
@@ -461,8 +479,12 @@ impl Plan {
         let mut has_backward = false;
         let mut mem_read = 0u16;
         let mut uses_div = false;
+        let mut reads_x = false;
+        let mut reads_len = false;
         for (pc, &insn) in prog.iter().enumerate() {
             let c = insn.code;
+            reads_x |= reads_x_register(c);
+            reads_len |= matches!(c & 0x07, LD | LDX) && c & 0xe0 == LEN;
             match c & 0x07 {
                 JMP if c & 0xf0 == JA => {
                     let t = ja_target(pc, insn);
@@ -505,7 +527,19 @@ impl Plan {
                 following = pc;
             }
         }
-        Some(Plan { has_backward, mem_read, uses_div, known, fused, emitted, next_emitted })
+        let reads_a_first = live[0];
+        Some(Plan {
+            has_backward,
+            mem_read,
+            uses_div,
+            reads_a_first,
+            reads_x,
+            reads_len,
+            known,
+            fused,
+            emitted,
+            next_emitted,
+        })
     }
 }
 
@@ -517,7 +551,18 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
     // Batch function only: where a verdict in `eax` is stored, the loop
     // top, the exit.
     let (store, top, done) = (len + 1, len + 2, len + 3);
-    let Plan { has_backward, mem_read, uses_div, ref known, ref fused, ref emitted, ref next_emitted } = *plan;
+    let Plan {
+        has_backward,
+        mem_read,
+        uses_div,
+        reads_a_first,
+        reads_x,
+        reads_len,
+        ref known,
+        ref fused,
+        ref emitted,
+        ref next_emitted,
+    } = *plan;
     let mut asm = Asm {
         code: Vec::with_capacity(len * 12 + 96),
         labels: vec![usize::MAX; len + 4],
@@ -533,19 +578,27 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         asm.bind(top);
         asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
         asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
-        asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
+        if reads_len {
+            asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
+        }
         asm.bytes(&[0x48, 0x8b, 0x43, 0x18]); // mov rax, [rbx + 24] (to prefetch)
         asm.bytes(&[0x0f, 0x18, 0x08]); // prefetcht0 [rax]
     }
     let wire = if uses_div {
-        asm.mov_rr(R8, RDX);
+        if reads_len {
+            asm.mov_rr(R8, RDX);
+        }
         R8
     } else {
         RDX
     };
-    // A and X start at 0.
-    asm.mov_ri(RAX, 0);
-    asm.mov_ri(RCX, 0);
+    // A and X start at 0 (where that can be seen).
+    if reads_a_first {
+        asm.mov_ri(RAX, 0);
+    }
+    if reads_x {
+        asm.mov_ri(RCX, 0);
+    }
     for i in 0..16 {
         if mem_read & (1 << i) != 0 {
             // mov dword [rsp - 64 + 4i], 0
