@@ -90,27 +90,66 @@ pub fn optimize(prog: &mut Vec<Insn>) {
         return;
     }
     let mut an = Analysis::with_capacity(prog.len());
-    // Whether the program may hold what `remove` takes out.
-    let mut removable_left = true;
+    let mut steps = Steps::default();
     for _ in 0..MAX_ROUNDS {
-        let threaded = thread_jumps(prog, &mut an);
-        let merged = merge_tails(prog, &mut an.bufs);
+        let threaded = steps.run(Step::Thread, || thread_jumps(prog, &mut an));
+        let merged = steps.run(Step::Merge, || merge_tails(prog, &mut an.bufs));
         if merged {
             an.fresh = false;
         }
-        let removed = remove(prog, &mut an);
-        let reordered = reorder_chains(prog, &mut an);
-        removable_left = reordered;
+        let removed = steps.run(Step::Remove, || remove(prog, &mut an));
+        let reordered = steps.run(Step::Reorder, || reorder_chains(prog, &mut an));
         if !threaded && !merged && !removed && !reordered {
             break;
         }
-        // The rounds ran out: the last one may have left something.
-        removable_left = true;
     }
-    // What the last reordering left unreachable (a round that changed
-    // nothing left nothing: its `remove` saw the program as it is).
-    if removable_left {
-        remove(prog, &mut an);
+    // What the last reordering left unreachable (or what the rounds, if
+    // they ran out, left): nothing if removal saw the program as it is.
+    steps.run(Step::Remove, || remove(prog, &mut an));
+}
+
+/// The steps of a round of [`optimize`] (their order).
+#[derive(Clone, Copy)]
+enum Step {
+    Thread,
+    Merge,
+    Remove,
+    Reorder,
+}
+
+/// Which steps are known to change nothing in the program as it is now.
+///
+/// Each step is a deterministic function of the program and of the
+/// [`Analysis`], and the analysis only changes when the program does (it
+/// is computed at most once per version of the program: a step that
+/// changes nothing leaves it as it was, the arena's temporary facts
+/// included). So a step that changed nothing changes nothing again until
+/// another step changes the program; running it again would only confirm
+/// that (e.g. the last round's chain regrouping, when the round's other
+/// steps changed nothing either). Skipping it keeps the result identical.
+#[derive(Default)]
+struct Steps {
+    /// How many times a step changed the program.
+    version: u32,
+    /// Per step, `version + 1` when it last changed nothing (0: never).
+    idle_at: [u32; 4],
+}
+
+impl Steps {
+    /// Runs `step` (`f`) unless it is known to change nothing; returns
+    /// whether it changed the program.
+    fn run(&mut self, step: Step, f: impl FnOnce() -> bool) -> bool {
+        let idle = &mut self.idle_at[step as usize];
+        if *idle == self.version + 1 {
+            return false;
+        }
+        let changed = f();
+        if changed {
+            self.version += 1;
+        } else {
+            *idle = self.version + 1;
+        }
+        changed
     }
 }
 
@@ -1421,8 +1460,9 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     new_index.push(count);
     if count == n || count == 0 {
         an.bufs.new_index = new_index;
-        // (Nothing left would not be a program: keep it as it is.)
-        return changed && count != 0;
+        // (Nothing left would not be a program: keep it as it is, but for
+        // the jumps made `ja` above.)
+        return changed;
     }
     // In place: instruction pc moves to new_index[pc] <= pc.
     for pc in 0..n {
