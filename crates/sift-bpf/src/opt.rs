@@ -62,6 +62,7 @@
 //! the kernel if the input was.
 
 use crate::insn::{op, Insn};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -89,7 +90,7 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     if prog.len() <= 1 || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
-    let mut an = Analysis::with_capacity(prog.len());
+    let mut an = Analysis::take(prog.len());
     let mut steps = Steps::default();
     for _ in 0..MAX_ROUNDS {
         let threaded = steps.run(Step::Thread, || thread_jumps(prog, &mut an));
@@ -106,6 +107,7 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     // What the last reordering left unreachable (or what the rounds, if
     // they ran out, left): nothing if removal saw the program as it is.
     steps.run(Step::Remove, || remove(prog, &mut an));
+    an.give_back();
 }
 
 /// The steps of a round of [`optimize`] (their order).
@@ -889,9 +891,50 @@ struct Buffers {
     /// overwritten.
     preds: Vec<u32>,
     relied: Vec<bool>,
+    /// The links of the chain being looked at.
+    links: Vec<Link>,
+}
+
+/// Programs up to this long leave their [`Analysis`] buffers to the next
+/// [`optimize`] call on the same thread (a few hundred KiB at most).
+const MAX_SPARE: usize = 1024;
+
+thread_local! {
+    /// The buffers of the last [`optimize`] call on this thread, if its
+    /// program was short (allocating and freeing them costs as much as a
+    /// step of a short program's optimization).
+    static SPARE: Cell<Option<Analysis>> = const { Cell::new(None) };
 }
 
 impl Analysis {
+    /// An analysis for a program of `n` instructions, with the buffers a
+    /// previous call on this thread left if any (no step reads what they
+    /// hold before writing it).
+    fn take(n: usize) -> Analysis {
+        match SPARE.try_with(Cell::take).ok().flatten() {
+            Some(mut an) => {
+                an.before.clear();
+                an.before.reserve(n);
+                an.live_in_no_ops.clear();
+                an.live_in_no_ops.reserve(n);
+                an.arena.nodes.clear();
+                an.arena.nodes.reserve(2 * n + 8);
+                an.arena.scratch.clear();
+                an.fresh = false;
+                an
+            }
+            None => Analysis::with_capacity(n),
+        }
+    }
+
+    /// Leaves the buffers to the next call on this thread (unless large).
+    fn give_back(self) {
+        if self.before.capacity() <= MAX_SPARE && self.arena.nodes.capacity() <= 4 * MAX_SPARE {
+            // (Fails only while the thread exits: the buffers are freed.)
+            let _ = SPARE.try_with(|spare| spare.set(Some(self)));
+        }
+    }
+
     /// An analysis with room for a program of `n` instructions (growing
     /// its buffers one push at a time costs more than the analysis itself
     /// on short programs).
@@ -1147,6 +1190,7 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     analysis.update(prog);
     let mut preds = std::mem::take(&mut analysis.bufs.preds);
     let mut relied = std::mem::take(&mut analysis.bufs.relied);
+    let mut links = std::mem::take(&mut analysis.bufs.links);
     let an = &*analysis;
     preds.clear();
     preds.resize(n, 0);
@@ -1164,8 +1208,8 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
-        match chain_at(prog, an, &preds, pc) {
-            Some((links, end, exit, next)) => {
+        match chain_at(prog, an, &preds, pc, &mut links) {
+            Some((end, exit, next)) => {
                 let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
                 if !inner_relied
                     && overwritten(prog, exit, LIVE_A)
@@ -1183,21 +1227,24 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     }
     analysis.bufs.preds = preds;
     analysis.bufs.relied = relied;
+    analysis.bufs.links = links;
     if changed {
         analysis.fresh = false;
     }
     changed
 }
 
-/// The chain of tests starting at `start`, if any: its links, its last
-/// instruction, the common exit and where it goes when no link exits.
+/// The chain of tests starting at `start`, if any: its links (into
+/// `links`), its last instruction, the common exit and where it goes when
+/// no link exits.
 fn chain_at(
     prog: &[Insn],
     an: &Analysis,
     preds: &[u32],
     start: usize,
-) -> Option<(Vec<Link>, usize, usize, usize)> {
-    let mut links = Vec::new();
+    links: &mut Vec<Link>,
+) -> Option<(usize, usize, usize)> {
+    links.clear();
     let mut exit: Option<usize> = None;
     let mut cur = start;
     loop {
@@ -1237,7 +1284,7 @@ fn chain_at(
         links.push(Link { value, load, code: j.code, k: j.k, exit_on });
         if next != at + 1 {
             // The last link.
-            return (links.len() >= 2).then(|| (links, at, out, next));
+            return (links.len() >= 2).then_some((at, out, next));
         }
         cur = next;
     }
@@ -1246,7 +1293,7 @@ fn chain_at(
         return None;
     }
     let end = cur - 1;
-    Some((links, end, exit?, cur))
+    Some((end, exit?, cur))
 }
 
 /// Writes the chain `links` (occupying `start..=end`) grouped by the value
