@@ -485,6 +485,19 @@ impl FactArena {
         std::iter::successors(self.node(f.0), |n| self.node(n.next)).map(|n| &n.fact)
     }
 
+    /// Whether `f` is among the newest [`DEDUP_WINDOW`] facts of `list`.
+    fn among_newest(&self, list: Facts, f: &(Known, Fact)) -> bool {
+        let mut at = list.0;
+        for _ in 0..DEDUP_WINDOW {
+            let Some(n) = self.node(at) else { return false };
+            if n.fact.0 == f.0 && n.fact.1 == f.1 {
+                return true;
+            }
+            at = n.next;
+        }
+        false
+    }
+
     fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
         match f.1.only_not() {
             Some(k) => self.may_hold_not(list, f.0, k) && self.about(list, f.0).any(|g| *g == f.1),
@@ -764,7 +777,7 @@ impl State {
         }
         let (Some(v), Some(f)) = (self.a, Fact::learn(insn.code, insn.k, taken)) else { return };
         // Duplicates further back cost a little room, not correctness.
-        if matches!(v, Known::Imm(_)) || arena.iter(self.facts).take(DEDUP_WINDOW).any(|g| *g == (v, f)) {
+        if matches!(v, Known::Imm(_)) || arena.among_newest(self.facts, &(v, f)) {
             return;
         }
         self.facts = arena.push(self.facts, (v, f));
