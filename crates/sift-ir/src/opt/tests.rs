@@ -322,3 +322,20 @@ fn nothing_to_merge_means_the_full_merge_changes_nothing() {
     }
     assert!(checked > 500 && merged > 100, "{checked} {merged}");
 }
+
+/// Path facts reuse their tables from one pass to the next on a thread:
+/// results must not depend on what was optimized before.
+#[test]
+fn results_do_not_depend_on_what_the_thread_optimized_before() {
+    let mut r = Rng(0xabad_cafe);
+    let preds: Vec<Pred> = (0..400).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }).collect();
+    let shared: Vec<Pred> = preds.iter().map(optimize).collect();
+    let backwards: Vec<Pred> = preds.iter().rev().map(optimize).collect();
+    for (i, p) in preds.iter().enumerate() {
+        assert_eq!(shared[i], backwards[preds.len() - 1 - i], "{p}");
+        if i % 9 == 0 {
+            let alone = std::thread::scope(|s| s.spawn(|| optimize(p)).join()).expect("joins");
+            assert_eq!(shared[i], alone, "{p}");
+        }
+    }
+}
