@@ -54,7 +54,12 @@
 //! The analysis is only recomputed when a step changed the program (not
 //! when removal only took out instructions that do nothing on any path:
 //! the facts then stay true), and its buffers are reused from one step to
-//! the next.
+//! the next (and, for programs of up to [`MAX_SPARE`] instructions, from one
+//! call to the next on a thread). A step that changed nothing is not run
+//! again until another step changes the program: it would change nothing
+//! again (see [`Steps`]), so the last round, which only confirms that nothing
+//! changes any more, runs only the steps that have not seen the program as
+//! it is.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
