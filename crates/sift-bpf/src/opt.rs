@@ -1461,7 +1461,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
 /// A fast hasher for small integer keys (tail merging's table; no
 /// untrusted-key concerns: the keys come from the program itself).
 #[derive(Default)]
-struct MixHasher(u64);
+pub(crate) struct MixHasher(u64);
 
 impl Hasher for MixHasher {
     fn finish(&self) -> u64 {
