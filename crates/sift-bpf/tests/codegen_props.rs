@@ -558,7 +558,7 @@ fn regrouped_chains_agree_with_the_reference_evaluator() {
 /// thread: the programs must not depend on what was optimized before.
 #[test]
 fn programs_do_not_depend_on_what_the_thread_compiled_before() {
-    let mut rng = Rng(0x5eed_0f_b0ff_e125);
+    let mut rng = Rng(0x5eed_0fb0_ffe1_25aa);
     let pool = [
         Value::load(Size::Byte, 0),
         Value::load(Size::Half, 0),
