@@ -78,6 +78,10 @@ use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};
 use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
 use std::collections::HashMap;
+
+/// A fast hasher for the small integer keys of [`Gen`]'s tables (looked up
+/// for every `ret` and long jump emitted; never iterated).
+type Mix = std::hash::BuildHasherDefault<crate::opt::MixHasher>;
 use std::fmt;
 
 /// The `snaplen` libpcap and tcpdump use by default (`ret #262144`).
@@ -197,9 +201,9 @@ struct Gen {
     /// The original `ret #0`.
     reject: Label,
     /// The nearest (latest emitted) reusable `ret #k`, by `k`.
-    rets: HashMap<u32, Label>,
+    rets: HashMap<u32, Label, Mix>,
     /// The nearest reusable `ja` to a label, by that label.
-    trampolines: HashMap<Label, Label>,
+    trampolines: HashMap<Label, Label, Mix>,
     /// Scratch words in use (the evaluation stack's depth).
     scratch: u32,
     /// Values cached in scratch memory, by slot (slots count down from
@@ -220,8 +224,8 @@ impl Default for Gen {
         Gen {
             rev: Vec::new(),
             reject: 0,
-            rets: HashMap::new(),
-            trampolines: HashMap::new(),
+            rets: HashMap::default(),
+            trampolines: HashMap::default(),
             scratch: 0,
             slots: HashMap::new(),
             cache_floor: op::MEMWORDS,

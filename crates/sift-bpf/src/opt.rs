@@ -54,7 +54,12 @@
 //! The analysis is only recomputed when a step changed the program (not
 //! when removal only took out instructions that do nothing on any path:
 //! the facts then stay true), and its buffers are reused from one step to
-//! the next.
+//! the next (and, for programs of up to [`MAX_SPARE`] instructions, from one
+//! call to the next on a thread). A step that changed nothing is not run
+//! again until another step changes the program: it would change nothing
+//! again (see [`Steps`]), so the last round, which only confirms that nothing
+//! changes any more, runs only the steps that have not seen the program as
+//! it is.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
@@ -62,6 +67,7 @@
 //! the kernel if the input was.
 
 use crate::insn::{op, Insn};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -89,28 +95,68 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     if prog.len() <= 1 || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
-    let mut an = Analysis::with_capacity(prog.len());
-    // Whether the program may hold what `remove` takes out.
-    let mut removable_left = true;
+    let mut an = Analysis::take(prog.len());
+    let mut steps = Steps::default();
     for _ in 0..MAX_ROUNDS {
-        let threaded = thread_jumps(prog, &mut an);
-        let merged = merge_tails(prog, &mut an.bufs);
+        let threaded = steps.run(Step::Thread, || thread_jumps(prog, &mut an));
+        let merged = steps.run(Step::Merge, || merge_tails(prog, &mut an.bufs));
         if merged {
             an.fresh = false;
         }
-        let removed = remove(prog, &mut an);
-        let reordered = reorder_chains(prog, &mut an);
-        removable_left = reordered;
+        let removed = steps.run(Step::Remove, || remove(prog, &mut an));
+        let reordered = steps.run(Step::Reorder, || reorder_chains(prog, &mut an));
         if !threaded && !merged && !removed && !reordered {
             break;
         }
-        // The rounds ran out: the last one may have left something.
-        removable_left = true;
     }
-    // What the last reordering left unreachable (a round that changed
-    // nothing left nothing: its `remove` saw the program as it is).
-    if removable_left {
-        remove(prog, &mut an);
+    // What the last reordering left unreachable (or what the rounds, if
+    // they ran out, left): nothing if removal saw the program as it is.
+    steps.run(Step::Remove, || remove(prog, &mut an));
+    an.give_back();
+}
+
+/// The steps of a round of [`optimize`] (their order).
+#[derive(Clone, Copy)]
+enum Step {
+    Thread,
+    Merge,
+    Remove,
+    Reorder,
+}
+
+/// Which steps are known to change nothing in the program as it is now.
+///
+/// Each step is a deterministic function of the program and of the
+/// [`Analysis`], and the analysis only changes when the program does (it
+/// is computed at most once per version of the program: a step that
+/// changes nothing leaves it as it was, the arena's temporary facts
+/// included). So a step that changed nothing changes nothing again until
+/// another step changes the program; running it again would only confirm
+/// that (e.g. the last round's chain regrouping, when the round's other
+/// steps changed nothing either). Skipping it keeps the result identical.
+#[derive(Default)]
+struct Steps {
+    /// How many times a step changed the program.
+    version: u32,
+    /// Per step, `version + 1` when it last changed nothing (0: never).
+    idle_at: [u32; 4],
+}
+
+impl Steps {
+    /// Runs `step` (`f`) unless it is known to change nothing; returns
+    /// whether it changed the program.
+    fn run(&mut self, step: Step, f: impl FnOnce() -> bool) -> bool {
+        let idle = &mut self.idle_at[step as usize];
+        if *idle == self.version + 1 {
+            return false;
+        }
+        let changed = f();
+        if changed {
+            self.version += 1;
+        } else {
+            *idle = self.version + 1;
+        }
+        changed
     }
 }
 
@@ -444,6 +490,19 @@ impl FactArena {
         std::iter::successors(self.node(f.0), |n| self.node(n.next)).map(|n| &n.fact)
     }
 
+    /// Whether `f` is among the newest [`DEDUP_WINDOW`] facts of `list`.
+    fn among_newest(&self, list: Facts, f: &(Known, Fact)) -> bool {
+        let mut at = list.0;
+        for _ in 0..DEDUP_WINDOW {
+            let Some(n) = self.node(at) else { return false };
+            if n.fact.0 == f.0 && n.fact.1 == f.1 {
+                return true;
+            }
+            at = n.next;
+        }
+        false
+    }
+
     fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
         match f.1.only_not() {
             Some(k) => self.may_hold_not(list, f.0, k) && self.about(list, f.0).any(|g| *g == f.1),
@@ -723,7 +782,7 @@ impl State {
         }
         let (Some(v), Some(f)) = (self.a, Fact::learn(insn.code, insn.k, taken)) else { return };
         // Duplicates further back cost a little room, not correctness.
-        if matches!(v, Known::Imm(_)) || arena.iter(self.facts).take(DEDUP_WINDOW).any(|g| *g == (v, f)) {
+        if matches!(v, Known::Imm(_)) || arena.among_newest(self.facts, &(v, f)) {
             return;
         }
         self.facts = arena.push(self.facts, (v, f));
@@ -850,9 +909,50 @@ struct Buffers {
     /// overwritten.
     preds: Vec<u32>,
     relied: Vec<bool>,
+    /// The links of the chain being looked at.
+    links: Vec<Link>,
+}
+
+/// Programs up to this long leave their [`Analysis`] buffers to the next
+/// [`optimize`] call on the same thread (a few hundred KiB at most).
+const MAX_SPARE: usize = 1024;
+
+thread_local! {
+    /// The buffers of the last [`optimize`] call on this thread, if its
+    /// program was short (allocating and freeing them costs as much as a
+    /// step of a short program's optimization).
+    static SPARE: Cell<Option<Analysis>> = const { Cell::new(None) };
 }
 
 impl Analysis {
+    /// An analysis for a program of `n` instructions, with the buffers a
+    /// previous call on this thread left if any (no step reads what they
+    /// hold before writing it).
+    fn take(n: usize) -> Analysis {
+        match SPARE.try_with(Cell::take).ok().flatten() {
+            Some(mut an) => {
+                an.before.clear();
+                an.before.reserve(n);
+                an.live_in_no_ops.clear();
+                an.live_in_no_ops.reserve(n);
+                an.arena.nodes.clear();
+                an.arena.nodes.reserve(2 * n + 8);
+                an.arena.scratch.clear();
+                an.fresh = false;
+                an
+            }
+            None => Analysis::with_capacity(n),
+        }
+    }
+
+    /// Leaves the buffers to the next call on this thread (unless large).
+    fn give_back(self) {
+        if self.before.capacity() <= MAX_SPARE && self.arena.nodes.capacity() <= 4 * MAX_SPARE {
+            // (Fails only while the thread exits: the buffers are freed.)
+            let _ = SPARE.try_with(|spare| spare.set(Some(self)));
+        }
+    }
+
     /// An analysis with room for a program of `n` instructions (growing
     /// its buffers one push at a time costs more than the analysis itself
     /// on short programs).
@@ -1108,6 +1208,7 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     analysis.update(prog);
     let mut preds = std::mem::take(&mut analysis.bufs.preds);
     let mut relied = std::mem::take(&mut analysis.bufs.relied);
+    let mut links = std::mem::take(&mut analysis.bufs.links);
     let an = &*analysis;
     preds.clear();
     preds.resize(n, 0);
@@ -1125,8 +1226,8 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
-        match chain_at(prog, an, &preds, pc) {
-            Some((links, end, exit, next)) => {
+        match chain_at(prog, an, &preds, pc, &mut links) {
+            Some((end, exit, next)) => {
                 let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
                 if !inner_relied
                     && overwritten(prog, exit, LIVE_A)
@@ -1144,21 +1245,24 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     }
     analysis.bufs.preds = preds;
     analysis.bufs.relied = relied;
+    analysis.bufs.links = links;
     if changed {
         analysis.fresh = false;
     }
     changed
 }
 
-/// The chain of tests starting at `start`, if any: its links, its last
-/// instruction, the common exit and where it goes when no link exits.
+/// The chain of tests starting at `start`, if any: its links (into
+/// `links`), its last instruction, the common exit and where it goes when
+/// no link exits.
 fn chain_at(
     prog: &[Insn],
     an: &Analysis,
     preds: &[u32],
     start: usize,
-) -> Option<(Vec<Link>, usize, usize, usize)> {
-    let mut links = Vec::new();
+    links: &mut Vec<Link>,
+) -> Option<(usize, usize, usize)> {
+    links.clear();
     let mut exit: Option<usize> = None;
     let mut cur = start;
     loop {
@@ -1198,7 +1302,7 @@ fn chain_at(
         links.push(Link { value, load, code: j.code, k: j.k, exit_on });
         if next != at + 1 {
             // The last link.
-            return (links.len() >= 2).then(|| (links, at, out, next));
+            return (links.len() >= 2).then_some((at, out, next));
         }
         cur = next;
     }
@@ -1207,7 +1311,7 @@ fn chain_at(
         return None;
     }
     let end = cur - 1;
-    Some((links, end, exit?, cur))
+    Some((end, exit?, cur))
 }
 
 /// Writes the chain `links` (occupying `start..=end`) grouped by the value
@@ -1357,7 +1461,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
 /// A fast hasher for small integer keys (tail merging's table; no
 /// untrusted-key concerns: the keys come from the program itself).
 #[derive(Default)]
-struct MixHasher(u64);
+pub(crate) struct MixHasher(u64);
 
 impl Hasher for MixHasher {
     fn finish(&self) -> u64 {
@@ -1421,8 +1525,9 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     new_index.push(count);
     if count == n || count == 0 {
         an.bufs.new_index = new_index;
-        // (Nothing left would not be a program: keep it as it is.)
-        return changed && count != 0;
+        // (Nothing left would not be a program: keep it as it is, but for
+        // the jumps made `ja` above.)
+        return changed;
     }
     // In place: instruction pc moves to new_index[pc] <= pc.
     for pc in 0..n {

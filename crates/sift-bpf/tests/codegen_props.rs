@@ -553,3 +553,35 @@ fn regrouped_chains_agree_with_the_reference_evaluator() {
     }
     assert!(pairs >= 50_000);
 }
+
+/// The cBPF optimizer reuses its buffers from one call to the next on a
+/// thread: the programs must not depend on what was optimized before.
+#[test]
+fn programs_do_not_depend_on_what_the_thread_compiled_before() {
+    let mut rng = Rng(0x5eed_0fb0_ffe1_25aa);
+    let pool = [
+        Value::load(Size::Byte, 0),
+        Value::load(Size::Half, 0),
+        Value::load(Size::Word, 2),
+        Value::load_indexed(Size::Byte, Value::ipv4_header_len(0), 0),
+        Value::load_indexed(Size::Half, Value::ipv4_header_len(0), 2),
+    ];
+    let preds: Vec<Pred> = (0..300).map(|_| related_pred(&mut rng, 5, &pool)).collect();
+    let compile_all = |preds: &[Pred]| -> Vec<Vec<Insn>> {
+        preds.iter().map(|p| compile(p, &CodegenOptions::default()).expect("compiles")).collect()
+    };
+    // One thread for all (buffers reused), and in reverse order.
+    let shared = compile_all(&preds);
+    let mut reversed: Vec<Pred> = preds.clone();
+    reversed.reverse();
+    let mut backwards = compile_all(&reversed);
+    backwards.reverse();
+    for (i, p) in preds.iter().enumerate().step_by(7) {
+        // A fresh thread: nothing to reuse.
+        let alone = std::thread::scope(|s| s.spawn(|| compile(p, &CodegenOptions::default())).join())
+            .expect("joins")
+            .expect("compiles");
+        assert_eq!(shared[i], alone, "case {i}\n{p}");
+    }
+    assert_eq!(shared, backwards);
+}

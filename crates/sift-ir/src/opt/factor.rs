@@ -144,6 +144,15 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
         Pred::Or(v) => v,
         p => return p,
     };
+    if nothing_to_merge(&alts) {
+        return fold::or_vec(alts);
+    }
+    merge_entries(alts, budget)
+}
+
+/// [`merge_alternatives`] of the alternatives of a flattened `or`, taking
+/// each one apart.
+pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
@@ -188,6 +197,51 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
         }
     });
     fold::or_vec(merge_same_rests(rebuilt.collect()))
+}
+
+/// Whether [`merge_alternatives`] would give the alternatives `alts` of a
+/// flattened `or` back as they are (checked without taking them apart, the
+/// common case): no alternative would join an earlier one with the same
+/// guard, none would join the one before it in [`merge_same_rests`], and
+/// putting each one back together after splitting off its guard gives it
+/// back (an `and` of at least two operands, none of which [`fold::and_vec`]
+/// would flatten or drop).
+pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
+    // The guard and rest of the alternative before, if it could start a
+    // run of `merge_same_rests`.
+    let mut run: Option<(&Pred, &[Pred])> = None;
+    for (k, alt) in alts.iter().enumerate() {
+        let (g, rest): (&Pred, &[Pred]) = match alt {
+            Pred::And(v) if v.first().is_some_and(is_guard) => {
+                if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
+                    return false;
+                }
+                (&v[0], &v[1..])
+            }
+            p if is_guard(p) => (p, &[]),
+            _ => {
+                run = None;
+                continue;
+            }
+        };
+        // The walk of `merge_alternatives` looking for a guard to join.
+        for h in alts[..k].iter().rev().take(MAX_MOVE).map(guard_of) {
+            match h {
+                Some(h) if h == g => return false,
+                Some(h) if exclusive(h, g) => {}
+                _ => break,
+            }
+        }
+        if eq_tests(g).is_some() && !rest.is_empty() {
+            if run.is_some_and(|(h, r)| r == rest && exclusive(h, g)) {
+                return false;
+            }
+            run = Some((g, rest));
+        } else {
+            run = None;
+        }
+    }
+    true
 }
 
 /// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has

@@ -26,6 +26,7 @@
 //! `src` tests, then all `dst` tests), which lets a backend load the value
 //! once for all of them.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -140,7 +141,37 @@ struct Env {
     log: Vec<Undo>,
 }
 
+/// Passes with at most this many values leave their [`Env`] to the next
+/// pass on the same thread.
+const MAX_SPARE_VALUES: usize = 1024;
+
+thread_local! {
+    /// The [`Env`] of the last pass on this thread, emptied (allocating and
+    /// freeing its tables costs more than the pass itself on short filters).
+    static SPARE_ENV: Cell<Option<Env>> = const { Cell::new(None) };
+}
+
 impl Env {
+    /// An empty `Env`, with the room a previous pass on this thread left.
+    fn take() -> Env {
+        let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
+        env.len = 0;
+        env.ids.clear();
+        env.done.clear();
+        env.log.clear();
+        // The slots stay, emptied, for the values numbered next.
+        env.facts.iter_mut().for_each(Vec::clear);
+        env
+    }
+
+    /// Leaves the room to the next pass on this thread (unless large).
+    fn give_back(self) {
+        if self.facts.len() <= MAX_SPARE_VALUES {
+            // (Fails only while the thread exits: the room is freed.)
+            let _ = SPARE_ENV.try_with(|spare| spare.set(Some(self)));
+        }
+    }
+
     fn mark(&self) -> usize {
         self.log.len()
     }
@@ -166,7 +197,10 @@ impl Env {
         let i = self.done.len() as u32;
         self.ids.insert(v.clone(), i);
         self.done.push(false);
-        self.facts.push(Vec::new());
+        // (A reused `Env` may have the slot already, emptied.)
+        if self.facts.len() <= i as usize {
+            self.facts.push(Vec::new());
+        }
         i
     }
 
@@ -317,8 +351,10 @@ impl S {
 
 /// Rewrites `p` with what each path has already established.
 pub fn simplify(p: Pred) -> Pred {
-    let mut env = Env::default();
-    simp(p, &mut env, Ctx::AbortIsFalse).p
+    let mut env = Env::take();
+    let p = simp(p, &mut env, Ctx::AbortIsFalse).p;
+    env.give_back();
+    p
 }
 
 fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {

@@ -59,7 +59,7 @@ pub fn or_vec(v: Vec<Pred>) -> Pred {
 
 /// Whether `p` is an operand that [`junction`] would drop, cut at or
 /// flatten in an `and` (`is_and`) or an `or`.
-fn needs_work(p: &Pred, is_and: bool) -> bool {
+pub(crate) fn needs_work(p: &Pred, is_and: bool) -> bool {
     match p {
         Pred::True | Pred::False => true,
         Pred::And(_) => is_and,

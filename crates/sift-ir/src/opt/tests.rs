@@ -281,3 +281,61 @@ fn skipped_rounds_change_nothing() {
         assert_eq!(optimize_owned(p.clone()), optimize(&p));
     }
 }
+
+/// Every `or` (bottom up, as factoring sees them) of `p`'s factored tree.
+fn ors_of(p: &Pred, out: &mut Vec<Vec<Pred>>) {
+    match p {
+        Pred::Not(q) => ors_of(q, out),
+        Pred::And(v) | Pred::Or(v) => {
+            v.iter().for_each(|q| ors_of(q, out));
+            if let Pred::Or(v) = p {
+                out.push(v.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// When factoring's check says an `or` has nothing to merge, taking its
+/// alternatives apart and merging them gives the `or` back unchanged.
+#[test]
+fn nothing_to_merge_means_the_full_merge_changes_nothing() {
+    let mut r = Rng(0x0dd_f00d);
+    let mut preds: Vec<Pred> =
+        ["tcp", "tcp port 80", "host 1.2.3.4", "portrange 0-6000", "ip6 and udp", "vlan and tcp"].iter().map(|e| parse(e)).collect();
+    preds.extend((0..1500).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }));
+    let (mut checked, mut merged) = (0, 0);
+    for p in preds {
+        let mut budget = usize::MAX / 2;
+        let mut ors = Vec::new();
+        ors_of(&fold::fold(p.clone()), &mut ors);
+        ors_of(&factor::factor(fold::fold(p), &mut budget), &mut ors);
+        for alts in ors {
+            let Pred::Or(alts) = fold::or_vec(alts) else { continue };
+            if factor::nothing_to_merge(&alts) {
+                checked += 1;
+                assert_eq!(factor::merge_entries(alts.clone(), &mut budget), Pred::Or(alts));
+            } else {
+                merged += 1;
+            }
+        }
+    }
+    assert!(checked > 500 && merged > 100, "{checked} {merged}");
+}
+
+/// Path facts reuse their tables from one pass to the next on a thread:
+/// results must not depend on what was optimized before.
+#[test]
+fn results_do_not_depend_on_what_the_thread_optimized_before() {
+    let mut r = Rng(0xabad_cafe);
+    let preds: Vec<Pred> = (0..400).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }).collect();
+    let shared: Vec<Pred> = preds.iter().map(optimize).collect();
+    let backwards: Vec<Pred> = preds.iter().rev().map(optimize).collect();
+    for (i, p) in preds.iter().enumerate() {
+        assert_eq!(shared[i], backwards[preds.len() - 1 - i], "{p}");
+        if i % 9 == 0 {
+            let alone = std::thread::scope(|s| s.spawn(|| optimize(p)).join()).expect("joins");
+            assert_eq!(shared[i], alone, "{p}");
+        }
+    }
+}
