@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! sudo cargo run --release -p sift-capture --example capture_bench -- \
-//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES] [SIFT_BLOCKS] [SCHED_SLICE_US]
+//!     [PACKETS] [RATES] [EXPR] [SENDER_THREADS] [RING_KIB] [FRAME_BYTES] [SIFT_BLOCKS] [SCHED_SLICE_US] [ROUNDS]
 //! ```
 //!
 //! Defaults: 2,000,000 packets per rate; rates `100000,200000,400000,max`
@@ -18,7 +18,10 @@
 //! packet rate, so that drops show); sift's ring in as many blocks as
 //! `sift -B RING_KIB` uses (SIFT_BLOCKS 0) or in SIFT_BLOCKS blocks; sift's
 //! capture thread asks for SCHED_SLICE_US (`sift --sched-slice`, default
-//! `sift_capture::DEFAULT_SCHED_SLICE_US`; 0: the kernel's default slice). The
+//! `sift_capture::DEFAULT_SCHED_SLICE_US`; 0: the kernel's default slice).
+//! With ROUNDS > 1 every rate is measured ROUNDS times (rates in turn,
+//! round after round) and a summary follows: per rate, the median and range
+//! of the CPU ratio and the kernel drops of both, summed and per round. The
 //! sender is this program in the other namespace: each thread has its own AF_PACKET socket with
 //! `PACKET_QDISC_BYPASS` (frames go straight to the veth driver) and sends
 //! a pre-built batch of 1,024 frames 64 at a time with `sendmmsg`.
@@ -205,6 +208,7 @@ fn main() {
     let size: usize = argv.get(6).and_then(|s| s.parse().ok()).unwrap_or(60);
     let blocks: u32 = argv.get(7).and_then(|s| s.parse().ok()).unwrap_or(0);
     let slice: u32 = argv.get(8).and_then(|s| s.parse().ok()).unwrap_or(sift_capture::DEFAULT_SCHED_SLICE_US);
+    let rounds: usize = argv.get(9).and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
 
     let id = std::process::id();
     let pair = Pair {
@@ -242,7 +246,9 @@ fn main() {
     );
     println!("| offered (achieved) | sift captured / kernel drops / sift drops / CPU s per Mpkt | tcpdump captured / kernel drops / CPU s per Mpkt | sift CPU / tcpdump CPU |");
     println!("|---|---|---|---|");
-    for rate in rates {
+    // Per rate: (sift drops, tcpdump drops, sift CPU / tcpdump CPU) of each round.
+    let mut results: Vec<Vec<(u64, u64, f64)>> = vec![Vec::new(); rates.len()];
+    for (ri, &rate) in (0..rounds).flat_map(|_| rates.iter().enumerate()) {
         let mut sift = Command::new("ip")
             .args(["netns", "exec", &pair.b])
             .arg(&exe)
@@ -317,6 +323,37 @@ fn main() {
         eprintln!(
             "  (received by filter: sift {}, tcpdump {}; CPU s: sift {:.3} ({:.3} user), tcpdump {:.3} ({:.3} user))",
             s.received, t.received, s.cpu, s.user, t.cpu, t.user
+        );
+        results[ri].push((s.kernel_drops + s.sift_drops.unwrap_or(0), t.kernel_drops, s.cpu / t.cpu));
+    }
+    if rounds > 1 {
+        summary(&rates, &results);
+    }
+}
+
+/// The summary of several rounds: per rate, the CPU ratio's median and
+/// range, the drops of both (sum, per round) and in how many rounds sift
+/// dropped more than tcpdump.
+fn summary(rates: &[Option<u64>], results: &[Vec<(u64, u64, f64)>]) {
+    println!();
+    println!("| offered | rounds | sift CPU / tcpdump CPU: median (range) | drops sift / tcpdump: total (per round) | rounds sift dropped more |");
+    println!("|---|---:|---|---|---:|");
+    for (rate, runs) in rates.iter().zip(results) {
+        let mut ratios: Vec<f64> = runs.iter().map(|r| r.2).collect();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        let per_round = |f: fn(&(u64, u64, f64)) -> u64| runs.iter().map(|r| f(r).to_string()).collect::<Vec<_>>().join(" ");
+        println!(
+            "| {} | {} | {median:.2}× ({:.2}–{:.2}) | {} / {} ({} / {}) | {} |",
+            rate.map_or("max".to_string(), |r| format!("{} kpps", r / 1000)),
+            runs.len(),
+            ratios.first().copied().unwrap_or(f64::NAN),
+            ratios.last().copied().unwrap_or(f64::NAN),
+            runs.iter().map(|r| r.0).sum::<u64>(),
+            runs.iter().map(|r| r.1).sum::<u64>(),
+            per_round(|r| r.0),
+            per_round(|r| r.1),
+            runs.iter().filter(|r| r.0 > r.1).count(),
         );
     }
 }
