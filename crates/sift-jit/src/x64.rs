@@ -551,18 +551,7 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
     // Batch function only: where a verdict in `eax` is stored, the loop
     // top, the exit.
     let (store, top, done) = (len + 1, len + 2, len + 3);
-    let Plan {
-        has_backward,
-        mem_read,
-        uses_div,
-        reads_a_first,
-        reads_x,
-        reads_len,
-        ref known,
-        ref fused,
-        ref emitted,
-        ref next_emitted,
-    } = *plan;
+    let Plan { has_backward, mem_read, uses_div, ref known, ref fused, ref emitted, ref next_emitted, .. } = *plan;
     let mut asm = Asm {
         code: Vec::with_capacity(len * 12 + 96),
         labels: vec![usize::MAX; len + 4],
@@ -578,14 +567,14 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         asm.bind(top);
         asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
         asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
-        if reads_len {
+        if plan.reads_len {
             asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
         }
         asm.bytes(&[0x48, 0x8b, 0x43, 0x18]); // mov rax, [rbx + 24] (to prefetch)
         asm.bytes(&[0x0f, 0x18, 0x08]); // prefetcht0 [rax]
     }
     let wire = if uses_div {
-        if reads_len {
+        if plan.reads_len {
             asm.mov_rr(R8, RDX);
         }
         R8
@@ -593,10 +582,10 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         RDX
     };
     // A and X start at 0 (where that can be seen).
-    if reads_a_first {
+    if plan.reads_a_first {
         asm.mov_ri(RAX, 0);
     }
-    if reads_x {
+    if plan.reads_x {
         asm.mov_ri(RCX, 0);
     }
     for i in 0..16 {
