@@ -350,24 +350,30 @@ impl JitFilter {
         packet: impl Fn(&T) -> (&[u8], u32),
         mut verdict: impl FnMut(usize, u32),
     ) {
-        let mut slots = [exec::Slot::EMPTY; BATCH];
+        // A window of BATCH slots to filter and the PREFETCH_AHEAD after
+        // them (which the batch function prefetches), sliding by BATCH:
+        // each item is gathered once. Slots past the last item keep stale
+        // (or empty) packets: those are only ever prefetched.
+        const WINDOW: usize = BATCH + PREFETCH_AHEAD;
+        let mut slots = [exec::Slot::EMPTY; WINDOW];
         let mut out = [0u32; BATCH];
-        for (c, chunk) in items.chunks(BATCH).enumerate() {
-            let base = c * BATCH;
-            for ((j, item), slot) in chunk.iter().enumerate().zip(slots.iter_mut()) {
+        fn gather<'a, T>(slots: &mut [exec::Slot<'a>], from: &'a [T], packet: &impl Fn(&T) -> (&[u8], u32)) {
+            for (slot, item) in slots.iter_mut().zip(from) {
                 let (data, wire_len) = packet(item);
-                // Without a packet to prefetch, the slot's own (harmless).
-                let prefetch = match self.reads_packet {
-                    true => items.get(base + j + PREFETCH_AHEAD).map(|far| packet(far).0.as_ptr()),
-                    false => None,
-                };
-                *slot = exec::Slot::new(data, wire_len, prefetch.unwrap_or(data.as_ptr()));
+                *slot = exec::Slot::new(data, wire_len);
             }
-            let n = chunk.len();
-            self.code.call_batch(&slots[..n], &mut out[..n]);
+        }
+        gather(&mut slots, items, &packet);
+        let mut base = 0;
+        while base < items.len() {
+            let n = (items.len() - base).min(BATCH);
+            self.code.call_batch(&slots, &mut out[..n]);
             for (j, &v) in out[..n].iter().enumerate() {
                 verdict(base + j, v);
             }
+            base += n;
+            slots.copy_within(BATCH.., 0);
+            gather(&mut slots[PREFETCH_AHEAD..], items.get(base + PREFETCH_AHEAD..).unwrap_or_default(), &packet);
         }
     }
 

@@ -23,12 +23,13 @@
 //! [`compile_both`] also emits the same program as a loop over many packets,
 //! `extern "sysv64" fn(slots: *const Slot, n: usize, out: *mut u32)`
 //! (`Slot` is `exec::Slot`: packet pointer at 0, captured length at 8, wire
-//! length at 16, an address to prefetch at 24, 32 bytes): `rbx` walks the
+//! length at 16, 24 bytes; `n` slots to filter followed by
+//! `PREFETCH_AHEAD` more, which are only prefetched): `rbx` walks the
 //! slots, `r13` the verdicts
 //! and `r12` holds the end of `out` (callee-saved registers, pushed and
-//! popped once per call). Each iteration prefetches its slot's address
-//! (the headers of a packet further on, or its own packet: see
-//! `JitFilter::for_each_verdict`), loads `rdi`/`rsi` (and `edx` if the
+//! popped once per call). Each iteration of a program that loads packet
+//! bytes prefetches the first cache line of the packet `PREFETCH_AHEAD`
+//! slots further on (see `JitFilter::for_each_verdict`), loads `rdi`/`rsi` (and `edx` if the
 //! program reads the wire length) from its slot and runs the per-packet
 //! code unchanged (A, X, the scratch words read and the backward-jump
 //! budget are reset per packet; A and X only in programs that could see
@@ -460,6 +461,9 @@ struct Plan {
     /// Whether the program reads the wire length (`ld`/`ldx len`; else the
     /// batch function does not load it).
     reads_len: bool,
+    /// Whether the program loads packet bytes (else the batch function
+    /// prefetches nothing).
+    reads_packet: bool,
     /// Bytes known to be captured before each instruction.
     known: Vec<u64>,
     /// fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
@@ -481,8 +485,10 @@ impl Plan {
         let mut uses_div = false;
         let mut reads_x = false;
         let mut reads_len = false;
+        let mut reads_packet = false;
         for (pc, &insn) in prog.iter().enumerate() {
             let c = insn.code;
+            reads_packet |= is_packet_load(c) || c == LDX | B | MSH;
             reads_x |= reads_x_register(c);
             reads_len |= matches!(c & 0x07, LD | LDX) && c & 0xe0 == LEN;
             match c & 0x07 {
@@ -535,6 +541,7 @@ impl Plan {
             reads_a_first,
             reads_x,
             reads_len,
+            reads_packet,
             known,
             fused,
             emitted,
@@ -570,8 +577,13 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         if plan.reads_len {
             asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
         }
-        asm.bytes(&[0x48, 0x8b, 0x43, 0x18]); // mov rax, [rbx + 24] (to prefetch)
-        asm.bytes(&[0x0f, 0x18, 0x08]); // prefetcht0 [rax]
+        if plan.reads_packet {
+            // mov rax, [rbx + slot size * PREFETCH_AHEAD] (the packet
+            // PREFETCH_AHEAD slots further on); prefetcht0 [rax]
+            asm.bytes(&[0x48, 0x8b, 0x83]);
+            asm.imm32(BATCH_SLOT_SIZE as u32 * crate::PREFETCH_AHEAD as u32);
+            asm.bytes(&[0x0f, 0x18, 0x08]);
+        }
     }
     let wire = if uses_div {
         if plan.reads_len {
@@ -700,8 +712,8 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
 }
 
 /// The size of a batch slot (`exec::Slot`: pointer, captured length, wire
-/// length, address to prefetch).
-pub(crate) const BATCH_SLOT_SIZE: u8 = 32;
+/// length, padding).
+pub(crate) const BATCH_SLOT_SIZE: u8 = 24;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
 /// `indexed`; none for an absolute load ending within `known`, see

@@ -228,13 +228,16 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
     };
     let jit = JitFilter::from_program(prog).expect("the JIT accepts what the interpreter accepts");
     // The batch entry point (the batch function, in chunks of
-    // `sift_jit::BATCH`) must give the per-packet function's verdicts.
-    // The packets twice: a full chunk and a partial one.
-    let batch: Vec<(&[u8], u32)> = packets.iter().chain(packets).map(|(d, w)| (&d[..], *w)).collect();
+    // `sift_jit::BATCH`, its window sliding past them) must give the
+    // per-packet function's verdicts. The packets five times: full chunks,
+    // slides of the window, a partial chunk at the end.
+    let batch: Vec<(&[u8], u32)> = (0..5).flat_map(|_| packets).map(|(d, w)| (&d[..], *w)).collect();
     let mut batched = vec![u32::MAX; batch.len()];
     jit.run_batch(&batch, &mut batched);
-    let (first, second) = batched.split_at(packets.len());
-    assert_eq!(first, second, "batch: program {prog:?}");
+    let (first, rest) = batched.split_at(packets.len());
+    for again in rest.chunks(packets.len()) {
+        assert_eq!(first, again, "batch: program {prog:?}");
+    }
     for ((data, wire), &in_batch) in packets.iter().zip(first) {
         let want = interp.run(data, *wire);
         let got = jit.run(data, *wire);
