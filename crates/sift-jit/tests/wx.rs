@@ -5,6 +5,15 @@
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
 use sift_jit::JitFilter;
+use std::sync::{Mutex, MutexGuard};
+
+/// The tests of this file compile filters one at a time: a test that checks
+/// what is left at a dropped filter's address must not see another test's
+/// filter placed there in between.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static JIT: Mutex<()> = Mutex::new(());
+    JIT.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// (start, end, permissions) of every mapping in /proc/self/maps.
 fn mappings() -> Vec<(usize, usize, String)> {
@@ -26,6 +35,7 @@ fn mappings() -> Vec<(usize, usize, String)> {
 
 #[test]
 fn code_pages_are_never_writable_and_executable() {
+    let _serial = one_at_a_time();
     if !JitFilter::is_supported() {
         return;
     }
@@ -77,6 +87,7 @@ fn code_pages_are_never_writable_and_executable() {
 
 #[test]
 fn invalid_programs_are_refused() {
+    let _serial = one_at_a_time();
     assert!(JitFilter::from_program(&[]).is_err());
     assert!(JitFilter::from_program(&[Insn::stmt(0x08, 0), Insn::stmt(RET | K, 1)]).is_err());
     assert!(JitFilter::from_program(&[Insn::stmt(ST, 16), Insn::stmt(RET | K, 1)]).is_err());
@@ -88,6 +99,7 @@ fn invalid_programs_are_refused() {
 
 #[test]
 fn batch_matches_single_runs() {
+    let _serial = one_at_a_time();
     if !JitFilter::is_supported() {
         return;
     }
@@ -122,6 +134,7 @@ fn batch_matches_single_runs() {
 
 #[test]
 fn filters_are_send_and_sync() {
+    let _serial = one_at_a_time();
     fn check<T: Send + Sync>() {}
     check::<JitFilter>();
     if !JitFilter::is_supported() {
@@ -139,6 +152,7 @@ fn filters_are_send_and_sync() {
 
 #[test]
 fn reused_and_large_code_pages_stay_w_xor_x() {
+    let _serial = one_at_a_time();
     if !JitFilter::is_supported() {
         return;
     }
