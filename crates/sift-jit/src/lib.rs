@@ -88,21 +88,20 @@ pub const BATCH: usize = 64;
 /// workload, 98-byte packets 144 bytes apart, it cost 10-30%). The batch
 /// function prefetches whatever the gap: issued from inside its loop, the
 /// prefetch makes that same workload 10-30% *faster* (`sift bench
-/// --workload pingflood`, 2026-11-26). The interpreter's batch entry point
-/// follows the per-packet rule.
+/// --workload pingflood`, 2026-11-26), and so does the interpreter's when
+/// the facade gives it a prefetch (`Program::count_matches_hinted`).
 pub const PREFETCH_MIN_GAP: usize = 256;
 
 /// Whether a cBPF opcode loads packet bytes (`ld`/`ldx` with `abs`, `ind`
 /// or `msh` addressing).
-fn reads_packet(code: u16) -> bool {
+pub(crate) fn reads_packet(code: u16) -> bool {
     use sift_bpf::insn::op::*;
     matches!(code & 0x07, LD | LDX) && matches!(code & 0xe0, ABS | IND | MSH)
 }
 
-/// What to prefetch while item `i` (captured bytes `data`) is filtered:
-/// the headers of the item [`PREFETCH_AHEAD`] places further, unless the
-/// packets lie closer together than `min_gap` bytes on average
-/// ([`PREFETCH_MIN_GAP`] on the per-packet path, 0 in the batch function).
+/// What the per-packet path prefetches while item `i` (captured bytes
+/// `data`) is filtered: the headers of the item [`PREFETCH_AHEAD`] places
+/// further, unless the packets lie close together ([`PREFETCH_MIN_GAP`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(always)]
 fn prefetch_target<T>(
@@ -110,10 +109,9 @@ fn prefetch_target<T>(
     i: usize,
     data: &[u8],
     packet: &impl Fn(&T) -> (&[u8], u32),
-    min_gap: usize,
 ) -> Option<*const u8> {
     let far = packet(items.get(i + PREFETCH_AHEAD)?).0.as_ptr();
-    ((far as usize).abs_diff(data.as_ptr() as usize) > min_gap * PREFETCH_AHEAD).then_some(far)
+    ((far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD).then_some(far)
 }
 
 /// Why a program could not be compiled.
@@ -325,7 +323,7 @@ impl JitFilter {
             }
             for (i, item) in items.iter().enumerate() {
                 let (data, wire_len) = packet(item);
-                if let Some(far) = prefetch_target(items, i, data, &packet, PREFETCH_MIN_GAP) {
+                if let Some(far) = prefetch_target(items, i, data, &packet) {
                     exec::prefetch(far);
                 }
                 verdict(i, code.call(data, wire_len));
@@ -340,8 +338,8 @@ impl JitFilter {
 
     /// [`JitFilter::for_each_verdict`] through the batch function: packets
     /// are gathered [`BATCH`] at a time, filtered by one call (which
-    /// prefetches what the per-packet path would: each slot carries the
-    /// address), and their verdicts handed out.
+    /// prefetches the packet [`PREFETCH_AHEAD`] slots further on, from the
+    /// gathered window), and their verdicts handed out.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[inline]
     fn for_each_verdict_batched<T>(

@@ -488,7 +488,7 @@ impl Plan {
         let mut reads_packet = false;
         for (pc, &insn) in prog.iter().enumerate() {
             let c = insn.code;
-            reads_packet |= is_packet_load(c) || c == LDX | B | MSH;
+            reads_packet |= crate::reads_packet(c);
             reads_x |= reads_x_register(c);
             reads_len |= matches!(c & 0x07, LD | LDX) && c & 0xe0 == LEN;
             match c & 0x07 {
