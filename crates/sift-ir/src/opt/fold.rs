@@ -68,10 +68,16 @@ pub(crate) fn needs_work(p: &Pred, is_and: bool) -> bool {
     }
 }
 
-fn junction_vec(mut v: Vec<Pred>, is_and: bool) -> Pred {
+fn junction_vec(v: Vec<Pred>, is_and: bool) -> Pred {
     if v.iter().any(|p| needs_work(p, is_and)) {
         return junction(v, is_and);
     }
+    from_operands(v, is_and)
+}
+
+/// The `and`/`or` of operands that need no further flattening: the unit for
+/// none, the operand itself for one.
+fn from_operands(mut v: Vec<Pred>, is_and: bool) -> Pred {
     match v.len() {
         0 => constant(is_and),
         1 => v.pop().unwrap_or(constant(is_and)),
@@ -104,12 +110,7 @@ fn junction(ps: impl IntoIterator<Item = Pred>, is_and: bool) -> Pred {
             p => out.push(p),
         }
     }
-    match out.len() {
-        0 => constant(is_and),
-        1 => out.pop().unwrap_or(constant(is_and)),
-        _ if is_and => Pred::And(out),
-        _ => Pred::Or(out),
-    }
+    from_operands(out, is_and)
 }
 
 fn fold_test(t: Test) -> Pred {
