@@ -369,13 +369,15 @@ struct FactNode {
     /// [`Fact::only_not`] one (or [`NIL`]).
     strong_head: u32,
     /// The [`not_bit`]s of the [`Fact::only_not`] facts from this node on.
-    nots: u64,
+    nots: u128,
 }
 
-/// The bit of "`v != k`" in [`FactNode::nots`] (one of 64, by a hash).
-fn not_bit(v: Known, k: u32) -> u64 {
+/// The bit of "`v != k`" in [`FactNode::nots`] (one of 128, by a hash:
+/// lists of up to [`MAX_FACTS`] "A != k" facts about one value, e.g. a
+/// host list, would fill most of 64 bits).
+fn not_bit(v: Known, k: u32) -> u128 {
     let h = value_bit(v).trailing_zeros();
-    1 << ((u64::from(k) ^ u64::from(h) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    1 << ((u64::from(k) ^ u64::from(h) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57)
 }
 
 /// A value's bit in [`FactNode::values`] (one of 64, by a hash).
