@@ -68,8 +68,7 @@
 
 use crate::insn::{op, Insn};
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// The most rounds [`optimize`] runs.
 pub const MAX_ROUNDS: usize = 12;
@@ -904,7 +903,7 @@ struct Buffers {
     /// Tail merging: the equivalent instruction each one goes to, and the
     /// first instruction seen with each key.
     canon: Vec<usize>,
-    seen: HashMap<(u16, u32, usize, usize), usize, BuildHasherDefault<MixHasher>>,
+    seen: FirstSeen,
     /// Removal: the new index of each instruction.
     new_index: Vec<usize>,
     /// Chain regrouping: predecessors, and where a chain relies on A being
@@ -1449,8 +1448,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
     let Buffers { canon, seen, .. } = bufs;
     canon.clear();
     canon.extend(0..n);
-    seen.clear();
-    seen.reserve(n);
+    seen.reset(n);
     for pc in (0..n).rev() {
         let insn = prog[pc];
         let c = |t: usize| if t < n { canon[t] } else { n };
@@ -1469,7 +1467,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
         } else {
             (insn.code, insn.k, c(pc + 1), n)
         };
-        canon[pc] = *seen.entry(key).or_insert(pc);
+        canon[pc] = seen.first_or_insert(key, pc);
     }
     let mut changed = false;
     for pc in 0..n {
@@ -1497,6 +1495,50 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
         }
     }
     changed
+}
+
+/// What makes two instructions equivalent in tail merging: opcode, `k`
+/// and where they continue (canonical targets; the program's length for
+/// none).
+type TailKey = (u16, u32, usize, usize);
+
+/// Tail merging's table: the first instruction seen with each key. Open
+/// addressing with linear probing in a table of at least twice as many
+/// slots as instructions, emptied per use (its allocation is kept): a
+/// lookup costs a multiply and a compare or two.
+#[derive(Default)]
+struct FirstSeen {
+    /// `(key, pc + 1)`, or a `0` value for an empty slot.
+    slots: Vec<(TailKey, usize)>,
+}
+
+impl FirstSeen {
+    /// Empties the table, with room for `n` keys.
+    fn reset(&mut self, n: usize) {
+        let size = (2 * n + 2).next_power_of_two();
+        self.slots.clear();
+        self.slots.resize(size, ((0, 0, 0, 0), 0));
+    }
+
+    /// The instruction first given with `key`; `pc` (recorded) if none.
+    fn first_or_insert(&mut self, key: TailKey, pc: usize) -> usize {
+        let mask = self.slots.len() - 1;
+        let (code, k, t, f) = key;
+        let mut h = MixHasher::default();
+        h.write_u64(u64::from(code) << 32 | u64::from(k));
+        h.write_u64((t as u64) << 32 ^ f as u64);
+        let mut i = (h.finish() >> 32) as usize & mask;
+        loop {
+            match self.slots[i] {
+                (_, 0) => {
+                    self.slots[i] = (key, pc + 1);
+                    return pc;
+                }
+                (seen, first) if seen == key => return first - 1,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
 }
 
 /// A fast hasher for small integer keys (tail merging's table; no
