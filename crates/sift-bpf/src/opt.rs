@@ -885,9 +885,8 @@ fn uses_defs(insn: Insn) -> (u8, u8) {
 #[derive(Default)]
 struct Analysis {
     before: Vec<Option<State>>,
-    /// Registers live before each instruction if the redundant loads were
-    /// gone (for removing them).
-    live_in_no_ops: Vec<u8>,
+    /// What the backward pass found at each instruction (for removal).
+    live: Vec<Live>,
     /// The nodes of the states' fact lists.
     arena: FactArena,
     /// Whether the above describe the program as it is now (every step
@@ -934,8 +933,8 @@ impl Analysis {
             Some(mut an) => {
                 an.before.clear();
                 an.before.reserve(n);
-                an.live_in_no_ops.clear();
-                an.live_in_no_ops.reserve(n);
+                an.live.clear();
+                an.live.reserve(n);
                 an.arena.nodes.clear();
                 an.arena.nodes.reserve(2 * n + 8);
                 an.arena.scratch.clear();
@@ -960,7 +959,7 @@ impl Analysis {
     fn with_capacity(n: usize) -> Analysis {
         Analysis {
             before: Vec::with_capacity(n),
-            live_in_no_ops: Vec::with_capacity(n),
+            live: Vec::with_capacity(n),
             arena: FactArena { nodes: Vec::with_capacity(2 * n + 8), scratch: Vec::new() },
             fresh: false,
             bufs: Buffers::default(),
@@ -1019,12 +1018,12 @@ fn redundant(s: &State, insn: Insn) -> Option<u8> {
 /// `an`, reusing its buffers.
 fn analyze(prog: &[Insn], an: &mut Analysis) {
     let n = prog.len();
-    let Analysis { before, live_in_no_ops, arena, .. } = an;
+    let Analysis { before, live, arena, .. } = an;
     arena.clear();
     before.clear();
     before.resize(n, None);
     if n == 0 {
-        live_in_no_ops.clear();
+        live.clear();
         return;
     }
     before[0] = Some(State::entry());
@@ -1054,24 +1053,38 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
             flow(pc + 1, next, before, arena);
         }
     }
-    liveness(prog, before, live_in_no_ops);
+    liveness(prog, before, live);
 }
 
-/// The registers live before each instruction of `prog` if the redundant
+/// Registers (`LIVE_A`, `LIVE_X` bits) at one instruction, from the
+/// backward pass.
+#[derive(Clone, Copy, Debug, Default)]
+struct Live {
+    /// Live before it if the redundant loads were gone.
+    in_no_ops: u8,
+    /// Live after it (the same, over its successors).
+    out: u8,
+    /// The register it loads with what that register holds already
+    /// ([`redundant`]), or 0.
+    redundant: u8,
+}
+
+/// The registers live at each instruction of `prog` if the redundant
 /// loads were gone, given the facts `before` each one.
-fn liveness(prog: &[Insn], before: &[Option<State>], live_in_no_ops: &mut Vec<u8>) {
+fn liveness(prog: &[Insn], before: &[Option<State>], live: &mut Vec<Live>) {
     let n = prog.len();
-    live_in_no_ops.clear();
-    live_in_no_ops.resize(n, 0);
+    live.clear();
+    live.resize(n, Live::default());
     for pc in (0..n).rev() {
         let insn = prog[pc];
-        let out = successors(pc, insn).fold(0, |acc, t| acc | live_in_no_ops.get(t).copied().unwrap_or(0));
-        let (uses, defs) = match before[pc].as_ref().and_then(|s| redundant(s, insn)) {
+        let out = successors(pc, insn).fold(0, |acc, t| acc | live.get(t).map_or(0, |l| l.in_no_ops));
+        let redundant = before[pc].as_ref().and_then(|s| redundant(s, insn));
+        let (uses, defs) = match redundant {
             // A no-op that relies on the register's value.
             Some(reg) => (reg, 0),
             None => uses_defs(insn),
         };
-        live_in_no_ops[pc] = uses | (out & !defs);
+        live[pc] = Live { in_no_ops: uses | (out & !defs), out, redundant: redundant.unwrap_or(0) };
     }
 }
 
@@ -1638,7 +1651,7 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
         // the same, and what held before each instruction still does. The
         // facts stay, only liveness is recomputed; no new analysis.
         an.before.truncate(count);
-        liveness(prog, &an.before, &mut an.live_in_no_ops);
+        liveness(prog, &an.before, &mut an.live);
     } else {
         an.fresh = false;
     }
@@ -1649,11 +1662,13 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
 /// Does the instruction at `pc` do nothing on any path (unreachable, a
 /// jump to the next instruction, a load of what the register holds)?
 fn no_op(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
-    let Some(s) = &an.before[pc] else { return true };
+    if an.before[pc].is_none() {
+        return true;
+    }
     let insn = prog[pc];
     insn == Insn::stmt(op::JMP | op::JA, 0)
         || is_cond(insn.code) && insn.jt == 0 && insn.jf == 0
-        || redundant(s, insn).is_some()
+        || an.live[pc].redundant != 0
 }
 
 /// Can the instruction at `pc` go (unreachable, `ja 0`, a redundant or
@@ -1668,12 +1683,11 @@ fn removable(prog: &[Insn], an: &Analysis, pc: usize) -> bool {
     }
     let class = code & 0x07;
     // Already there: such a load ran before on every path.
-    if redundant(s, insn).is_some() {
+    let Live { out: live_out, redundant, .. } = an.live[pc];
+    if redundant != 0 {
         return true;
     }
     let (_, defs) = uses_defs(insn);
-    let live_out =
-        successors(pc, insn).fold(0, |acc, t| acc | an.live_in_no_ops.get(t).copied().unwrap_or(0));
     if let Some((_, safe)) = s.load(insn) {
         return safe && live_out & defs == 0;
     }
