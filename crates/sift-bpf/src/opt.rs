@@ -1027,6 +1027,11 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
         return;
     }
     before[0] = Some(State::entry());
+    // The state before a `ret` only says that it is reachable: no step
+    // reads more of it (a `ret` is no load, no jump to thread, ends every
+    // chain, and flows nowhere). So what flows into a `ret` is neither
+    // learned nor met: the first state to arrive stays.
+    let is_ret = |t: usize| prog.get(t).is_some_and(|i| i.code & 0x07 == op::RET);
     let flow = |t: usize, st: State, before: &mut Vec<Option<State>>, arena: &mut FactArena| {
         if let Some(slot) = before.get_mut(t) {
             match slot {
@@ -1039,18 +1044,29 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
         let Some(s) = before[pc] else { continue };
         let insn = prog[pc];
         if is_cond(insn.code) {
-            let mut yes = s;
-            yes.learn(insn, true, arena);
-            let mut no = s;
-            no.learn(insn, false, arena);
-            flow(pc + 1 + usize::from(insn.jt), yes, before, arena);
-            flow(pc + 1 + usize::from(insn.jf), no, before, arena);
-        } else if insn.code == op::JMP | op::JA {
-            flow(pc + 1 + insn.k as usize, s, before, arena);
-        } else if insn.code & 0x07 != op::RET {
-            let mut next = s;
-            next.apply(insn, arena);
-            flow(pc + 1, next, before, arena);
+            for (taken, off) in [(true, insn.jt), (false, insn.jf)] {
+                let t = pc + 1 + usize::from(off);
+                if is_ret(t) {
+                    before[t].get_or_insert(s);
+                } else {
+                    let mut edge = s;
+                    edge.learn(insn, taken, arena);
+                    flow(t, edge, before, arena);
+                }
+            }
+        } else if insn.code & 0x07 == op::RET {
+            // Nothing flows on.
+        } else {
+            let t = if insn.code == op::JMP | op::JA { pc + 1 + insn.k as usize } else { pc + 1 };
+            if is_ret(t) {
+                before[t].get_or_insert(s);
+            } else {
+                let mut next = s;
+                if insn.code != op::JMP | op::JA {
+                    next.apply(insn, arena);
+                }
+                flow(t, next, before, arena);
+            }
         }
     }
     liveness(prog, before, live);
