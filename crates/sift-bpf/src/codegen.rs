@@ -222,7 +222,9 @@ struct Gen {
 impl Default for Gen {
     fn default() -> Self {
         Gen {
-            rev: Vec::new(),
+            // Room for a typical filter (growing from empty reallocates
+            // several times).
+            rev: Vec::with_capacity(64),
             reject: 0,
             rets: HashMap::default(),
             trampolines: HashMap::default(),

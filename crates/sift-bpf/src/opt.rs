@@ -94,6 +94,11 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     if prog.len() <= 1 || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
         return;
     }
+    if prog[0].code & 0x07 == op::RET {
+        // Nothing else is reachable (the rounds would come to that).
+        prog.truncate(1);
+        return;
+    }
     let mut an = Analysis::take(prog.len());
     let mut steps = Steps::default();
     for _ in 0..MAX_ROUNDS {
@@ -993,6 +998,10 @@ impl Analysis {
 /// If `insn` loads into a register what it holds already (a no-op), that
 /// register.
 fn redundant(s: &State, insn: Insn) -> Option<u8> {
+    // Only loads and register moves can be.
+    if !matches!(insn.code & 0x07, op::LD | op::LDX | op::MISC) {
+        return None;
+    }
     let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
     if insn.code == op::LD | op::MEM && s.a_mem & bit != 0 {
         return Some(LIVE_A);
