@@ -1102,7 +1102,15 @@ fn liveness(prog: &[Insn], before: &[Option<State>], live: &mut Vec<Live>) {
     live.resize(n, Live::default());
     for pc in (0..n).rev() {
         let insn = prog[pc];
-        let out = successors(pc, insn).fold(0, |acc, t| acc | live.get(t).map_or(0, |l| l.in_no_ops));
+        let live_at = |t: usize| live.get(t).map_or(0, |l| l.in_no_ops);
+        // (What `successors` gives, spelled out: this loop runs after every
+        // analysis.)
+        let out = match insn.code & 0x07 {
+            op::RET => 0,
+            op::JMP if insn.code == op::JMP | op::JA => live_at(pc + 1 + insn.k as usize),
+            op::JMP => live_at(pc + 1 + usize::from(insn.jt)) | live_at(pc + 1 + usize::from(insn.jf)),
+            _ => live_at(pc + 1),
+        };
         let redundant = before[pc].as_ref().and_then(|s| redundant(s, insn));
         let (uses, defs) = match redundant {
             // A no-op that relies on the register's value.

@@ -133,9 +133,21 @@ pub const KNOWN_OPCODES: [u16; 49] = {
     ]
 };
 
+/// [`KNOWN_OPCODES`] as a table indexed by opcode (every one is below
+/// 0x100): a lookup instead of a search per instruction.
+const IS_KNOWN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < KNOWN_OPCODES.len() {
+        table[KNOWN_OPCODES[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Is `code` one of the [`KNOWN_OPCODES`]?
 pub fn is_known_opcode(code: u16) -> bool {
-    KNOWN_OPCODES.contains(&code)
+    IS_KNOWN.get(usize::from(code)).copied().unwrap_or(false)
 }
 
 /// Is `code` a conditional jump?
@@ -205,6 +217,10 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
 /// next instruction. Jump targets are known to be in range.
 fn check_scratch(prog: &[Insn]) -> Result<(), ValidateError> {
     use op::*;
+    // Only scratch loads can fail the check.
+    if !prog.iter().any(|i| i.code == LD | MEM || i.code == LDX | MEM) {
+        return Ok(());
+    }
     let mut masks = vec![u16::MAX; prog.len()];
     let mut valid: u16 = 0;
     for (pc, &insn) in prog.iter().enumerate() {
