@@ -897,6 +897,11 @@ struct Analysis {
     /// Whether the above describe the program as it is now (every step
     /// that changes the program clears this).
     fresh: bool,
+    /// Whether `live` describes the program and `before` as they are now.
+    /// Only removal reads it, so the backward pass runs when removal
+    /// needs it (after threading changed the program, the analysis it
+    /// threaded with is recomputed before any removal).
+    live_fresh: bool,
     /// Room the steps reuse from one round to the next.
     bufs: Buffers,
 }
@@ -967,6 +972,7 @@ impl Analysis {
             live: Vec::with_capacity(n),
             arena: FactArena { nodes: Vec::with_capacity(2 * n + 8), scratch: Vec::new() },
             fresh: false,
+            live_fresh: false,
             bufs: Buffers::default(),
         }
     }
@@ -976,6 +982,16 @@ impl Analysis {
         if !self.fresh {
             analyze(prog, self);
             self.fresh = true;
+            self.live_fresh = false;
+        }
+    }
+
+    /// Makes the analysis and the liveness describe `prog`.
+    fn update_with_liveness(&mut self, prog: &[Insn]) {
+        self.update(prog);
+        if !self.live_fresh {
+            liveness(prog, &self.before, &mut self.live);
+            self.live_fresh = true;
         }
     }
 
@@ -1027,12 +1043,11 @@ fn redundant(s: &State, insn: Insn) -> Option<u8> {
 /// `an`, reusing its buffers.
 fn analyze(prog: &[Insn], an: &mut Analysis) {
     let n = prog.len();
-    let Analysis { before, live, arena, .. } = an;
+    let Analysis { before, arena, .. } = an;
     arena.clear();
     before.clear();
     before.resize(n, None);
     if n == 0 {
-        live.clear();
         return;
     }
     before[0] = Some(State::entry());
@@ -1078,7 +1093,6 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
             }
         }
     }
-    liveness(prog, before, live);
 }
 
 /// Registers (`LIVE_A`, `LIVE_X` bits) at one instruction, from the
@@ -1634,7 +1648,7 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     if changed {
         an.fresh = false;
     }
-    an.update(prog);
+    an.update_with_liveness(prog);
     let n = prog.len();
     // new_index[pc]: how many kept instructions come before pc; a jump to a
     // removed instruction lands on the next kept one.
@@ -1682,9 +1696,9 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
         // any path (jumps to the next instruction, loads of what the
         // register held): the program's paths, with those left out, are
         // the same, and what held before each instruction still does. The
-        // facts stay, only liveness is recomputed; no new analysis.
+        // facts stay, only liveness is to be recomputed; no new analysis.
         an.before.truncate(count);
-        liveness(prog, &an.before, &mut an.live);
+        an.live_fresh = false;
     } else {
         an.fresh = false;
     }
