@@ -902,6 +902,12 @@ struct Analysis {
     /// needs it (after threading changed the program, the analysis it
     /// threaded with is recomputed before any removal).
     live_fresh: bool,
+    /// Whether every instruction but the jumps was judged by removal to
+    /// stay, with `before` and `live` as they are now (set by a removal
+    /// that took out only no-ops and left liveness as it was, see
+    /// [`remove`]): the next removal, if nothing changed in between, only
+    /// has jumps to look at.
+    judged: bool,
     /// Room the steps reuse from one round to the next.
     bufs: Buffers,
 }
@@ -973,6 +979,7 @@ impl Analysis {
             arena: FactArena { nodes: Vec::with_capacity(2 * n + 8), scratch: Vec::new() },
             fresh: false,
             live_fresh: false,
+            judged: false,
             bufs: Buffers::default(),
         }
     }
@@ -983,6 +990,7 @@ impl Analysis {
             analyze(prog, self);
             self.fresh = true;
             self.live_fresh = false;
+            self.judged = false;
         }
     }
 
@@ -1648,6 +1656,12 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     if changed {
         an.fresh = false;
     }
+    let jump_goes = |i: &Insn| *i == Insn::stmt(op::JMP | op::JA, 0) || is_cond(i.code) && i.jt == 0 && i.jf == 0;
+    if an.fresh && an.live_fresh && an.judged && !prog.iter().any(jump_goes) {
+        // Nothing else changed since every other instruction was judged
+        // to stay (see `Analysis::judged`).
+        return false;
+    }
     an.update_with_liveness(prog);
     let n = prog.len();
     // new_index[pc]: how many kept instructions come before pc; a jump to a
@@ -1655,12 +1669,18 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     let mut new_index = std::mem::take(&mut an.bufs.new_index);
     new_index.clear();
     let mut count = 0usize;
-    // Whether every instruction removed does nothing (see below).
+    // Whether every instruction removed does nothing (see below), and
+    // whether removing them leaves the liveness of the others as it is:
+    // each reachable one passes on what is live after it (a `ja 0`; a
+    // test or redundant load whose register stays live after it anyway).
     let mut no_ops_only = true;
+    let mut liveness_kept = true;
     for pc in 0..n {
         new_index.push(count);
         if removable(prog, an, pc) {
             no_ops_only &= no_op(prog, an, pc);
+            let live = an.live[pc];
+            liveness_kept &= an.before[pc].is_none() || live.in_no_ops == live.out;
         } else {
             count += 1;
         }
@@ -1688,6 +1708,7 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
         prog[new_index[pc]] = insn;
         if no_ops_only {
             an.before[new_index[pc]] = an.before[pc];
+            an.live[new_index[pc]] = an.live[pc];
         }
     }
     prog.truncate(count);
@@ -1696,9 +1717,15 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
         // any path (jumps to the next instruction, loads of what the
         // register held): the program's paths, with those left out, are
         // the same, and what held before each instruction still does. The
-        // facts stay, only liveness is to be recomputed; no new analysis.
+        // facts stay; no new analysis. If what was live after each removed
+        // instruction was live before it, what is live at the others is
+        // as it was (going back from the end, each one's successors are
+        // live as before), so each stays for the reasons it stayed now,
+        // and only jumps, whose offsets changed, may go next time.
         an.before.truncate(count);
-        an.live_fresh = false;
+        an.live.truncate(count);
+        an.live_fresh = liveness_kept;
+        an.judged = liveness_kept;
     } else {
         an.fresh = false;
     }
@@ -1829,6 +1856,42 @@ mod tests {
             }
         }
         assert!(moved > 100, "{moved}");
+    }
+
+    /// When removal keeps the liveness of what it leaves (`judged`), that
+    /// liveness is what the backward pass computes, and the next removal's
+    /// shortcut finds what a full removal finds.
+    #[test]
+    fn removal_keeps_liveness_only_when_it_is_unchanged() {
+        let mut seed = 7;
+        let mut judged = 0;
+        for round in 0..4000 {
+            let mut p = random_program(&mut seed, 8 + round % 24);
+            if p.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, p.len())) {
+                continue;
+            }
+            let mut an = Analysis::with_capacity(p.len());
+            thread_jumps(&mut p, &mut an);
+            if !remove(&mut p, &mut an) || !an.judged {
+                continue;
+            }
+            judged += 1;
+            let mut live = Vec::new();
+            liveness(&p, &an.before, &mut live);
+            let fields = |l: &[Live]| l.iter().map(|l| (l.in_no_ops, l.out, l.redundant)).collect::<Vec<_>>();
+            assert_eq!(fields(&an.live), fields(&live), "{p:?}");
+            if p.iter().any(|i| *i == s(JMP | JA, 0) || is_cond(i.code) && i.jt == 0 && i.jf == 0) {
+                // (The shortcut does not apply.)
+                continue;
+            }
+            let mut fast = p.clone();
+            let fast_changed = remove(&mut fast, &mut an);
+            an.judged = false;
+            let mut full = p.clone();
+            assert_eq!(remove(&mut full, &mut an), fast_changed, "{p:?}");
+            assert_eq!(full, fast, "{p:?}");
+        }
+        assert!(judged > 100, "{judged}");
     }
 
     #[test]
