@@ -108,6 +108,14 @@ pub fn optimize(prog: &mut Vec<Insn>) {
             an.fresh = false;
         }
         let removed = steps.run(Step::Remove, || remove(prog, &mut an));
+        if removed && an.bufs.merge_complete && an.bufs.removal_merge_neutral {
+            // Tail merging, if it saw the program as it was before this
+            // removal, would find nothing new: what went were jumps it sees
+            // through and unreachable code, so the instructions left are
+            // equivalent as they were, and every jump already went to the
+            // last of its equivalent targets.
+            steps.carry_idle(Step::Merge);
+        }
         let reordered = steps.run(Step::Reorder, || reorder_chains(prog, &mut an));
         if !threaded && !merged && !removed && !reordered {
             break;
@@ -147,6 +155,15 @@ struct Steps {
 }
 
 impl Steps {
+    /// `step`, if it changed nothing in the program as it was before the
+    /// last change, is known to change nothing in the program as it is.
+    fn carry_idle(&mut self, step: Step) {
+        let idle = &mut self.idle_at[step as usize];
+        if *idle == self.version {
+            *idle = self.version + 1;
+        }
+    }
+
     /// Runs `step` (`f`) unless it is known to change nothing; returns
     /// whether it changed the program.
     fn run(&mut self, step: Step, f: impl FnOnce() -> bool) -> bool {
@@ -919,8 +936,16 @@ struct Buffers {
     /// first instruction seen with each key.
     canon: Vec<usize>,
     seen: FirstSeen,
+    /// Whether the last tail merging redirected every jump it found an
+    /// equivalent target for (none was out of 8-bit reach).
+    merge_complete: bool,
     /// Removal: the new index of each instruction.
     new_index: Vec<usize>,
+    /// Whether the last removal took out only instructions tail merging
+    /// sees through (unreachable ones, `ja 0`, tests going to the next
+    /// instruction either way) and made `ja`s only of tests going one place
+    /// either way: see [`optimize`].
+    removal_merge_neutral: bool,
     /// Chain regrouping: predecessors, and where a chain relies on A being
     /// overwritten.
     preds: Vec<u32>,
@@ -1538,6 +1563,7 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
         canon[pc] = seen.first_or_insert(key, pc);
     }
     let mut changed = false;
+    bufs.merge_complete = true;
     for pc in 0..n {
         let insn = prog[pc];
         if insn.code == op::JMP | op::JA {
@@ -1550,7 +1576,9 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
             for taken in [true, false] {
                 let off = usize::from(if taken { insn.jt } else { insn.jf });
                 let t = pc + 1 + off;
-                if t < n && canon[t] != t && canon[t] - pc - 1 <= 255 {
+                if t < n && canon[t] != t && canon[t] - pc - 1 > 255 {
+                    bufs.merge_complete = false;
+                } else if t < n && canon[t] != t {
                     let new_off = (canon[t] - pc - 1) as u8;
                     if taken {
                         prog[pc].jt = new_off;
@@ -1675,10 +1703,12 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
     // test or redundant load whose register stays live after it anyway).
     let mut no_ops_only = true;
     let mut liveness_kept = true;
+    an.bufs.removal_merge_neutral = true;
     for pc in 0..n {
         new_index.push(count);
         if removable(prog, an, pc) {
             no_ops_only &= no_op(prog, an, pc);
+            an.bufs.removal_merge_neutral &= an.before[pc].is_none() || jump_goes(&prog[pc]);
             let live = an.live[pc];
             liveness_kept &= an.before[pc].is_none() || live.in_no_ops == live.out;
         } else {
@@ -1892,6 +1922,32 @@ mod tests {
             assert_eq!(full, fast, "{p:?}");
         }
         assert!(judged > 100, "{judged}");
+    }
+
+    /// A removal that only took out what tail merging sees through leaves
+    /// tail merging, which had nothing to do before it, nothing to do.
+    #[test]
+    fn merge_neutral_removal_leaves_merging_nothing() {
+        let mut seed = 11;
+        let mut carried = 0;
+        for round in 0..6000 {
+            let mut p = random_program(&mut seed, 8 + round % 24);
+            if p.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, p.len())) {
+                continue;
+            }
+            let mut an = Analysis::with_capacity(p.len());
+            thread_jumps(&mut p, &mut an);
+            if merge_tails(&mut p, &mut an.bufs) || !an.bufs.merge_complete {
+                continue;
+            }
+            if !remove(&mut p, &mut an) || !an.bufs.removal_merge_neutral {
+                continue;
+            }
+            carried += 1;
+            let before = p.clone();
+            assert!(!merge_tails(&mut p, &mut an.bufs), "{before:?} -> {p:?}");
+        }
+        assert!(carried > 100, "{carried}");
     }
 
     #[test]
