@@ -389,16 +389,36 @@ struct FactNode {
     /// The first node from this one on whose fact is not a
     /// [`Fact::only_not`] one (or [`NIL`]).
     strong_head: u32,
-    /// The [`not_bit`]s of the [`Fact::only_not`] facts from this node on.
-    nots: u128,
+    /// The "A != k" facts ([`Fact::only_not`]) from this node on.
+    nots: NotFilter,
 }
 
-/// The bit of "`v != k`" in [`FactNode::nots`] (one of 128, by a hash:
-/// lists of up to [`MAX_FACTS`] "A != k" facts about one value, e.g. a
-/// host list, would fill most of 64 bits).
-fn not_bit(v: Known, k: u32) -> u128 {
-    let h = value_bit(v).trailing_zeros();
-    1 << ((u64::from(k) ^ u64::from(h) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57)
+/// A filter of "`v != k`" facts: one bit of 256 per fact, by a hash (lists
+/// of up to twice [`MAX_FACTS`] such facts about one or two values, e.g. a
+/// host list tested on the source and destination address, would fill
+/// most of 64 or 128 bits, and most `jeq` decisions would walk them all).
+#[derive(Clone, Copy, Debug, Default)]
+struct NotFilter([u64; 4]);
+
+impl NotFilter {
+    /// The word and bit of "`v != k`".
+    fn bit(v: Known, k: u32) -> (usize, u64) {
+        let h = (u64::from(k) ^ u64::from(value_bit(v).trailing_zeros()) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((h >> 62) as usize, 1 << (h >> 56 & 63))
+    }
+
+    /// The filter with "`v != k`" added.
+    fn with(mut self, v: Known, k: u32) -> NotFilter {
+        let (word, bit) = NotFilter::bit(v, k);
+        self.0[word] |= bit;
+        self
+    }
+
+    /// Whether "`v != k`" may be in the filter (false: it is not).
+    fn may_hold(&self, v: Known, k: u32) -> bool {
+        let (word, bit) = NotFilter::bit(v, k);
+        self.0[word] & bit != 0
+    }
 }
 
 /// A value's bit in [`FactNode::values`] (one of 64, by a hash).
@@ -460,13 +480,13 @@ impl FactArena {
     /// Whether `f` may hold "`v != k`" as a [`Fact::only_not`] fact
     /// (false: it certainly does not).
     fn may_hold_not(&self, f: Facts, v: Known, k: u32) -> bool {
-        self.node(f.0).is_some_and(|n| n.nots & not_bit(v, k) != 0)
+        self.node(f.0).is_some_and(|n| n.nots.may_hold(v, k))
     }
 
     /// `list` with `fact` on top (no shortening).
     fn cons(&mut self, list: Facts, fact: (Known, Fact)) -> Facts {
         let (len, mut values, jump, below) = match self.node(list.0) {
-            None => (0, (0, 0, 0), NIL, NIL),
+            None => (0, (0, 0, NotFilter::default()), NIL, NIL),
             Some(n) => {
                 let j = self.jump(n.jump);
                 // Jump twice as far when the two jumps below are as long.
@@ -479,7 +499,7 @@ impl FactArena {
         values.0 |= value_bit(v);
         let strong_head = match f.only_not() {
             Some(k) => {
-                values.2 |= not_bit(v, k);
+                values.2 = values.2.with(v, k);
                 below
             }
             None => {
