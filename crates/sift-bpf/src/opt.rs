@@ -49,17 +49,23 @@
 //! one arena per analysis (a state is a plain value: copying it costs
 //! nothing, and no list is ever freed node by node), and the meet of two
 //! paths keeps their shared tail, found with jump pointers. Each node
-//! summarizes the values its list has facts about and its "A != k" facts
-//! in 64-bit filters, so looking for facts about one value skips the rest.
-//! The analysis is only recomputed when a step changed the program (not
-//! when removal only took out instructions that do nothing on any path:
-//! the facts then stay true), and its buffers are reused from one step to
-//! the next (and, for programs of up to [`MAX_SPARE`] instructions, from one
-//! call to the next on a thread). A step that changed nothing is not run
-//! again until another step changes the program: it would change nothing
-//! again (see [`Steps`]), so the last round, which only confirms that nothing
-//! changes any more, runs only the steps that have not seen the program as
-//! it is.
+//! summarizes the values its list has facts about (64-bit filters) and its
+//! "A != k" facts (a 256-bit filter), so looking for facts about one value
+//! skips the rest. Nothing is learned or met on the way into a `ret` (only
+//! its reachability is read), and liveness is computed only when removal
+//! needs it. The analysis is only recomputed when a step changed the
+//! program (not when removal only took out instructions that do nothing on
+//! any path: the facts then stay true, and so does liveness if what was live
+//! after each of them was live before it), and its buffers are reused from
+//! one step to the next (and, for programs of up to [`MAX_SPARE`]
+//! instructions, from one call to the next on a thread). A step that changed
+//! nothing is not run again until another step changes the program: it
+//! would change nothing again (see [`Steps`]); nor is tail merging after a
+//! removal of only what it sees through. So the last round, which only
+//! confirms that nothing changes any more, runs only the steps that have
+//! not seen the program as it is; threading follows only edges whose first
+//! instruction it can get past ([`edge_may_move`]), and removal, when its
+//! previous judgments still hold, looks only at jumps.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
