@@ -731,6 +731,10 @@ impl State {
     fn load(&self, insn: Insn) -> Option<(Known, bool)> {
         use op::*;
         let (code, k) = (insn.code, insn.k);
+        // Classes other than LD (0) and LDX (1) load nothing.
+        if code & 0x06 != 0 {
+            return None;
+        }
         let size = code & 0x18;
         Some(match code {
             _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
