@@ -217,6 +217,8 @@ struct Gen {
     /// The cached values A can be reloaded from scratch memory at this
     /// point of the test being compiled.
     ready: u16,
+    /// Room for a test's straight-line code (reused from test to test).
+    items: Vec<Item>,
 }
 
 impl Default for Gen {
@@ -233,6 +235,7 @@ impl Default for Gen {
             cache_floor: op::MEMWORDS,
             avail: HashMap::new(),
             ready: 0,
+            items: Vec::new(),
         }
     }
 }
@@ -372,10 +375,13 @@ impl Gen {
         if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
             return self.protochain_test(t, yes, no);
         }
-        self.ready = self.avail.get(&(t as *const Test)).copied().unwrap_or(0);
-        let mut items = Vec::new();
+        // (No lookup, hashing the address, when nothing is cached.)
+        self.ready = if self.avail.is_empty() { 0 } else { self.avail.get(&(t as *const Test)).copied().unwrap_or(0) };
+        let mut items = std::mem::take(&mut self.items);
+        items.clear();
         let (code, k, swapped) = match self.test_items(t, &mut items)? {
             None => {
+                self.items = items;
                 let (a, b) = (fold(&t.lhs).unwrap_or(0), fold(&t.rhs).unwrap_or(0));
                 let holds = match t.op {
                     CmpOp::Eq => a == b,
@@ -398,7 +404,9 @@ impl Gen {
             (CmpOp::Ge, true) => (op::JGT, no, yes),
         };
         self.cond(op::JMP | jop | code, k, yes, no);
-        Ok(self.block(&items))
+        let entry = self.block(&items);
+        self.items = items;
+        Ok(entry)
     }
 
     /// Appends the straight-line code of a test that neither aborts on
