@@ -27,7 +27,8 @@ fn lower(expr: &str, linktype: LinkType) -> Result<Pred, String> {
 }
 
 fn cbpf(pred: &Pred) -> Option<JitFilter> {
-    let prog = sift_bpf::codegen::compile(pred, &sift_bpf::codegen::CodegenOptions::default()).ok()?;
+    let prog =
+        sift_bpf::codegen::compile(pred, &sift_bpf::codegen::CodegenOptions::default()).ok()?;
     JitFilter::from_program(&prog).ok()
 }
 
@@ -38,15 +39,27 @@ fn hex(code: &[u8]) -> String {
 fn corpus(path: &str) {
     let text = std::fs::read_to_string(path).expect("read the corpus");
     for line in text.lines() {
-        let Some((dlt, expr)) = line.split_once('\t') else { continue };
-        let Some(linktype) = LinkType::from_name(dlt) else { continue };
-        let Ok(pred) = lower(expr, linktype) else { continue };
+        let Some((dlt, expr)) = line.split_once('\t') else {
+            continue;
+        };
+        let Some(linktype) = LinkType::from_name(dlt) else {
+            continue;
+        };
+        let Ok(pred) = lower(expr, linktype) else {
+            continue;
+        };
         let optimized = sift_ir::optimize(&pred);
         for (name, p) in [("unopt", &pred), ("opt", &optimized)] {
             let direct = JitFilter::from_pred(p).map(|j| hex(&j.code_bytes()));
             let via = cbpf(p).map(|j| hex(&j.code_bytes()));
-            println!("{dlt}\t{expr}\t{name}.pred\t{}", direct.unwrap_or_else(|e| e.to_string()));
-            println!("{dlt}\t{expr}\t{name}.cbpf\t{}", via.unwrap_or_else(|| "-".into()));
+            println!(
+                "{dlt}\t{expr}\t{name}.pred\t{}",
+                direct.unwrap_or_else(|e| e.to_string())
+            );
+            println!(
+                "{dlt}\t{expr}\t{name}.cbpf\t{}",
+                via.unwrap_or_else(|| "-".into())
+            );
         }
     }
 }
@@ -70,6 +83,10 @@ fn main() {
     ] {
         let code = jit.code_bytes();
         std::fs::write(format!("{prefix}.{name}.bin"), &code).expect("write");
-        println!("{name}: {} bytes, {} cBPF insns", code.len(), jit.insn_count());
+        println!(
+            "{name}: {} bytes, {} cBPF insns",
+            code.len(),
+            jit.insn_count()
+        );
     }
 }
