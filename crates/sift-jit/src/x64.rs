@@ -140,6 +140,9 @@ struct Asm {
     labels: Vec<usize>,
     /// Every jump of the function being emitted, in emission order.
     fixups: Vec<Fixup>,
+    /// The labels bound, in the order they were (their offsets never
+    /// decrease along it).
+    bound: Vec<usize>,
     /// [`Asm::finish`]'s work list: (old start of a jump to widen, bytes
     /// inserted up to and with it, bytes it grows by).
     grown: Vec<(usize, usize, usize)>,
@@ -152,6 +155,7 @@ impl Asm {
         self.labels.clear();
         self.labels.resize(labels, usize::MAX);
         self.fixups.clear();
+        self.bound.clear();
     }
 
     fn byte(&mut self, b: u8) {
@@ -264,6 +268,7 @@ impl Asm {
 
     fn bind(&mut self, label: usize) {
         self.labels[label] = self.code.len();
+        self.bound.push(label);
     }
 
     /// The displacement of jump `f`; `None` if its label is unbound.
@@ -335,26 +340,33 @@ impl Asm {
             }
             end = start;
         }
+        // Labels and jump fields (in ascending order both) move by the
+        // bytes inserted before them (none lies inside a widened jump).
         let grown = &self.grown;
-        // Bytes inserted before old position `p` (no label or jump field
-        // lies inside a widened jump).
-        let shift = |p: usize| {
-            let i = grown.partition_point(|&(start, _, _)| start < p);
-            i.checked_sub(1).map_or(0, |i| grown[i].1)
-        };
-        for label in self.labels.iter_mut().filter(|l| **l != usize::MAX) {
-            *label += shift(*label);
+        let (mut g, mut shift) = (0, 0);
+        for &label in &self.bound {
+            let p = &mut self.labels[label];
+            while g < grown.len() && grown[g].0 < *p {
+                shift = grown[g].1;
+                g += 1;
+            }
+            *p += shift;
         }
-        let mut next = grown.iter().peekable();
+        let (mut g, mut shift) = (0, 0);
         for f in &mut self.fixups {
-            match next.peek() {
-                Some(&&(start, upto, extra)) if !f.long && f.at == start + 1 => {
-                    // The new jump starts `upto - extra` bytes further on.
+            // The jump's first byte if short; a byte inside it if long.
+            let start = f.at - 1;
+            while g < grown.len() && grown[g].0 < start {
+                shift = grown[g].1;
+                g += 1;
+            }
+            match grown.get(g) {
+                Some(&(at, upto, extra)) if at == start && !f.long => {
+                    // Widened: it starts `upto - extra` bytes further on.
                     f.at = start + upto - extra + if extra == 3 { 1 } else { 2 };
                     f.long = true;
-                    next.next();
                 }
-                _ => f.at += shift(f.at),
+                _ => f.at += shift,
             }
         }
     }
