@@ -1,17 +1,17 @@
 //! Writes the machine code the JIT generates for an expression (Ethernet)
-//! to two files, for a disassembler: `PREFIX.pred.bin` (straight from the
-//! optimized predicate) and `PREFIX.cbpf.bin` (from the classic BPF
-//! program, the default engine's path; per-packet function, then the batch
-//! functions, 16-byte aligned).
+//! to three files, for a disassembler: `PREFIX.pred.bin` (straight from the
+//! optimized predicate), `PREFIX.cbpf.bin` (from the classic BPF program,
+//! the default engine's path) and `PREFIX.count.bin` (the count function
+//! of the latter).
 //!
 //! `cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX`, then
 //! `objdump -D -b binary -m i386:x86-64 PREFIX.pred.bin`.
 //!
 //! `jit_dump --corpus FILE` reads lines `DLT<TAB>EXPRESSION` and prints, for
 //! each that compiles, the code of every path (optimized and unoptimized
-//! predicate, each straight and through classic BPF) in hex, one line
-//! each: to compare the generated code before and after a change of the
-//! JIT (`diff` of two outputs).
+//! predicate, each straight and through classic BPF, the latter's count
+//! function after a `|`) in hex, one line each: to compare the generated
+//! code before and after a change of the JIT (`diff` of two outputs).
 
 use sift_ir::{LinkType, LowerOptions, Pred};
 use sift_jit::JitFilter;
@@ -51,7 +51,7 @@ fn corpus(path: &str) {
         let optimized = sift_ir::optimize(&pred);
         for (name, p) in [("unopt", &pred), ("opt", &optimized)] {
             let direct = JitFilter::from_pred(p).map(|j| hex(&j.code_bytes()));
-            let via = cbpf(p).map(|j| hex(&j.code_bytes()));
+            let via = cbpf(p).map(|j| hex(&j.code_bytes()) + "|" + &hex(&j.count_code_bytes()));
             println!(
                 "{dlt}\t{expr}\t{name}.pred\t{}",
                 direct.unwrap_or_else(|e| e.to_string())
@@ -77,16 +77,14 @@ fn main() {
     };
     let pred = lower(expr, LinkType::EN10MB).unwrap_or_else(|e| panic!("{e}"));
     let optimized = sift_ir::optimize(&pred);
-    for (name, jit) in [
-        ("pred", JitFilter::from_pred(&optimized).expect("jit")),
-        ("cbpf", cbpf(&optimized).expect("jit")),
+    let direct = JitFilter::from_pred(&optimized).expect("jit");
+    let via = cbpf(&optimized).expect("jit");
+    for (name, code, insns) in [
+        ("pred", direct.code_bytes(), 0),
+        ("cbpf", via.code_bytes(), via.insn_count()),
+        ("count", via.count_code_bytes(), via.insn_count()),
     ] {
-        let code = jit.code_bytes();
         std::fs::write(format!("{prefix}.{name}.bin"), &code).expect("write");
-        println!(
-            "{name}: {} bytes, {} cBPF insns",
-            code.len(),
-            jit.insn_count()
-        );
+        println!("{name}: {} bytes, {insns} cBPF insns", code.len());
     }
 }

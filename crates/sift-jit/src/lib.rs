@@ -158,25 +158,29 @@ impl std::error::Error for JitError {
 
 /// A classic BPF program compiled to native code.
 ///
-/// Immutable once built; `Send + Sync`, so one filter can run on many
-/// threads. Dropping it removes the code.
+/// Immutable once built (but for the count function, compiled on first
+/// use); `Send + Sync`, so one filter can run on many threads. Dropping it
+/// removes the code.
 #[derive(Debug)]
 pub struct JitFilter {
-    /// The machine code; none for a constant program (its verdict is
-    /// `constant`).
+    /// The per-packet function; none for a constant program (its verdict
+    /// is `constant`).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     code: Option<exec::ExecBuffer>,
+    /// The count function, compiled from `prog` by the first
+    /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
+    /// inside: the filter has none).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    count: std::sync::OnceLock<Option<exec::CountBuffer>>,
+    /// The program the count function is compiled from: empty for a
+    /// constant program or a predicate compiled directly.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    prog: Box<[Insn]>,
     insns: usize,
     /// Whether the code may read packet bytes (if not, the batch entry
     /// points prefetch nothing).
+    #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
     reads_packet: bool,
-    /// Whether the code reads the wire length (if not, the count function
-    /// is not given any).
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_os = "linux")),
-        allow(dead_code)
-    )]
-    reads_len: bool,
     /// The verdict of every packet when the program starts with `ret #k`
     /// (the empty expression): no code is generated, none runs.
     constant: Option<u32>,
@@ -198,36 +202,37 @@ impl JitFilter {
         Self::compile_checked(prog)
     }
 
+    /// A filter with per-packet code `code` (none: the verdict is always
+    /// `constant`) and the program `prog` its count function is compiled
+    /// from.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn with_code(code: Option<exec::ExecBuffer>, prog: Box<[Insn]>, insns: usize, reads_packet: bool) -> JitFilter {
+        JitFilter { code, count: std::sync::OnceLock::new(), prog, insns, reads_packet, constant: None }
+    }
+
     /// The filter of a program whose verdict is always `k`: no code.
     fn constant(insns: usize, k: u32) -> JitFilter {
         JitFilter {
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             code: None,
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            count: std::sync::OnceLock::new(),
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            prog: Box::default(),
             insns,
             reads_packet: false,
-            reads_len: false,
             constant: Some(k),
         }
     }
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
-        if let Some(first) = prog
-            .first()
-            .filter(|i| i.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K)
-        {
+        if let Some(first) = prog.first().filter(|i| i.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K) {
             return Ok(Self::constant(prog.len(), first.k));
         }
-        x64::compile(prog, |c| {
-            Ok(JitFilter {
-                code: Some(
-                    exec::ExecBuffer::with_count(c.code, c.count_at).map_err(JitError::Memory)?,
-                ),
-                insns: prog.len(),
-                reads_packet: c.reads_packet,
-                reads_len: c.reads_len,
-                constant: None,
-            })
+        x64::compile(prog, false, |c| {
+            let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
+            Ok(Self::with_code(Some(code), prog.into(), prog.len(), c.reads_packet))
         })
         .ok_or(JitError::TooLarge)?
     }
@@ -262,13 +267,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = x64::pred::compile(pred, accept) {
             let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
-            return Ok(JitFilter {
-                code: Some(code),
-                insns: 0,
-                reads_packet: true,
-                reads_len: true,
-                constant: None,
-            });
+            return Ok(Self::with_code(Some(code), Box::default(), 0, true));
         }
         if !Self::is_supported() {
             return Err(JitError::Unsupported);
@@ -306,19 +305,20 @@ impl JitFilter {
 
     /// The number of items of `items` the filter accepts; `packet` gives
     /// an item's captured bytes and wire length. The batch entry point for
-    /// packets held in any structure: programs compiled from classic BPF
-    /// have a count function, which filters [`BATCH`] packets per call and
+    /// packets held in any structure: a filter compiled from classic BPF
+    /// has a count function (compiled by the first call given at least
+    /// [`BATCH`] items), which filters [`BATCH`] packets per call and
     /// counts the accepted ones itself, prefetching the first cache line
     /// (the headers) of the packet [`PREFETCH_AHEAD`] places further (if
-    /// the filter reads packets at all). Other filters run as
-    /// [`JitFilter::for_each_verdict`] does; a constant one (the empty
-    /// expression) runs no code and calls `packet` for no item.
+    /// the filter reads packets at all). Fewer items, and other filters,
+    /// run as [`JitFilter::for_each_verdict`] does; a constant filter (the
+    /// empty expression) runs no code and calls `packet` for no item.
     #[inline]
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = &self.code {
-            if code.has_count() {
-                return self.count_batched(code, items, packet);
+            if let Some(counter) = self.counter().filter(|_| items.len() >= BATCH) {
+                return count_batched(counter, code, items, packet);
             }
         }
         if let Some(v) = self.constant {
@@ -327,6 +327,20 @@ impl JitFilter {
         let mut n = 0u64;
         self.for_each_verdict(items, packet, |_, v| n += u64::from(v != 0));
         n
+    }
+
+    /// The count function, compiled if it was not yet; `None` if the
+    /// filter has none.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn counter(&self) -> Option<&exec::CountBuffer> {
+        self.count
+            .get_or_init(|| {
+                if self.prog.is_empty() {
+                    return None;
+                }
+                x64::compile(&self.prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok()).flatten()
+            })
+            .as_ref()
     }
 
     /// Runs the filter on every item, in order, handing `(index, verdict)`
@@ -366,87 +380,6 @@ impl JitFilter {
         }
     }
 
-    /// [`JitFilter::count_matches`] through the count function: packets
-    /// are gathered [`BATCH`] at a time into slots (and their wire lengths
-    /// if the program reads them), and counted by one call, which
-    /// prefetches the packet [`PREFETCH_AHEAD`] slots further on, from the
-    /// gathered window.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[inline]
-    fn count_batched<T>(
-        &self,
-        code: &exec::ExecBuffer,
-        items: &[T],
-        packet: impl Fn(&T) -> (&[u8], u32),
-    ) -> u64 {
-        // A window of BATCH slots to filter and the PREFETCH_AHEAD after
-        // them (which the count function prefetches), sliding by BATCH:
-        // each item is gathered once. Slots past the last item keep stale
-        // (or empty) packets: those are only ever prefetched.
-        const WINDOW: usize = BATCH + PREFETCH_AHEAD;
-        let mut slots = [exec::Slot::EMPTY; WINDOW];
-        let mut wires = [0u32; WINDOW];
-        /// Fills `slots` (and `wires` if `wire`) from `items[from..]`.
-        fn gather<'a, T>(
-            wire: bool,
-            slots: &mut [exec::Slot<'a>],
-            wires: &mut [u32],
-            items: &'a [T],
-            from: usize,
-            packet: &impl Fn(&T) -> (&[u8], u32),
-        ) {
-            fn fill<'a, T, const WIRE: bool>(
-                slots: &mut [exec::Slot<'a>],
-                wires: &mut [u32],
-                from: &'a [T],
-                packet: &impl Fn(&T) -> (&[u8], u32),
-            ) {
-                for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
-                    let (data, wire_len) = packet(item);
-                    *slot = exec::Slot::new(data);
-                    if WIRE {
-                        *wire = wire_len;
-                    }
-                }
-            }
-            let from = items.get(from..).unwrap_or_default();
-            if wire {
-                fill::<T, true>(slots, wires, from, packet)
-            } else {
-                fill::<T, false>(slots, wires, from, packet)
-            }
-        }
-        let wire = self.reads_len;
-        gather(wire, &mut slots, &mut wires, items, 0, &packet);
-        let mut base = 0;
-        let mut count = 0;
-        while base < items.len() {
-            let n = (items.len() - base).min(BATCH);
-            count += code.count(&slots, n, &wires).unwrap_or_else(|| {
-                // Not reached: there are WINDOW slots and wire lengths.
-                let run = |i: &T| {
-                    let (data, wire_len) = packet(i);
-                    code.call(data, wire_len) != 0
-                };
-                items[base..base + n].iter().filter(|i| run(i)).count() as u64
-            });
-            base += n;
-            slots.copy_within(BATCH.., 0);
-            if wire {
-                wires.copy_within(BATCH.., 0);
-            }
-            gather(
-                wire,
-                &mut slots[PREFETCH_AHEAD..],
-                &mut wires[PREFETCH_AHEAD..],
-                items,
-                base + PREFETCH_AHEAD,
-                &packet,
-            );
-        }
-        count
-    }
-
     /// The number of cBPF instructions compiled.
     pub fn insn_count(&self) -> usize {
         self.insns
@@ -461,8 +394,19 @@ impl JitFilter {
         0
     }
 
-    /// A copy of the machine code (for disassembling; empty where there
-    /// is no JIT).
+    /// A copy of the machine code of the count function (for
+    /// disassembling), compiling it if it was not yet; empty if the filter
+    /// has none (constant, compiled from a predicate, no JIT here).
+    pub fn count_code_bytes(&self) -> Vec<u8> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if let Some(counter) = self.counter() {
+            return counter.code_bytes();
+        }
+        Vec::new()
+    }
+
+    /// A copy of the machine code of the per-packet function (for
+    /// disassembling; empty where there is no JIT or no code).
     pub fn code_bytes(&self) -> Vec<u8> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = &self.code {
@@ -480,6 +424,87 @@ impl JitFilter {
         }
         0
     }
+}
+
+/// [`JitFilter::count_matches`] through the count function: packets
+/// are gathered [`BATCH`] at a time into slots (and their wire lengths
+/// if the program reads them), and counted by one call, which
+/// prefetches the packet [`PREFETCH_AHEAD`] slots further on, from the
+/// gathered window.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline]
+fn count_batched<T>(
+    counter: &exec::CountBuffer,
+    code: &exec::ExecBuffer,
+    items: &[T],
+    packet: impl Fn(&T) -> (&[u8], u32),
+) -> u64 {
+    // A window of BATCH slots to filter and the PREFETCH_AHEAD after
+    // them (which the count function prefetches), sliding by BATCH:
+    // each item is gathered once. Slots past the last item keep stale
+    // (or empty) packets: those are only ever prefetched.
+    const WINDOW: usize = BATCH + PREFETCH_AHEAD;
+    let mut slots = [exec::Slot::EMPTY; WINDOW];
+    let mut wires = [0u32; WINDOW];
+    /// Fills `slots` (and `wires` if `wire`) from `items[from..]`.
+    fn gather<'a, T>(
+        wire: bool,
+        slots: &mut [exec::Slot<'a>],
+        wires: &mut [u32],
+        items: &'a [T],
+        from: usize,
+        packet: &impl Fn(&T) -> (&[u8], u32),
+    ) {
+        fn fill<'a, T, const WIRE: bool>(
+            slots: &mut [exec::Slot<'a>],
+            wires: &mut [u32],
+            from: &'a [T],
+            packet: &impl Fn(&T) -> (&[u8], u32),
+        ) {
+            for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
+                let (data, wire_len) = packet(item);
+                *slot = exec::Slot::new(data);
+                if WIRE {
+                    *wire = wire_len;
+                }
+            }
+        }
+        let from = items.get(from..).unwrap_or_default();
+        if wire {
+            fill::<T, true>(slots, wires, from, packet)
+        } else {
+            fill::<T, false>(slots, wires, from, packet)
+        }
+    }
+    let wire = counter.reads_len;
+    gather(wire, &mut slots, &mut wires, items, 0, &packet);
+    let mut base = 0;
+    let mut count = 0;
+    while base < items.len() {
+        let n = (items.len() - base).min(BATCH);
+        count += counter.count(&slots, n, &wires).unwrap_or_else(|| {
+            // Not reached: there are WINDOW slots and wire lengths.
+            let run = |i: &T| {
+                let (data, wire_len) = packet(i);
+                code.call(data, wire_len) != 0
+            };
+            items[base..base + n].iter().filter(|i| run(i)).count() as u64
+        });
+        base += n;
+        slots.copy_within(BATCH.., 0);
+        if wire {
+            wires.copy_within(BATCH.., 0);
+        }
+        gather(
+            wire,
+            &mut slots[PREFETCH_AHEAD..],
+            &mut wires[PREFETCH_AHEAD..],
+            items,
+            base + PREFETCH_AHEAD,
+            &packet,
+        );
+    }
+    count
 }
 
 #[cfg(test)]

@@ -503,10 +503,8 @@ thread_local! {
 
 /// What [`compile`] hands to its `install` function.
 pub(crate) struct Compiled<'a> {
-    /// The per-packet function at 0, then the count function.
+    /// The machine code.
     pub(crate) code: &'a [u8],
-    /// The offset of the count function in `code`.
-    pub(crate) count_at: usize,
     /// Whether the program reads the wire length (the count function
     /// then reads the wire lengths it is given).
     pub(crate) reads_len: bool,
@@ -517,41 +515,31 @@ pub(crate) struct Compiled<'a> {
 /// Scratch buffers larger than this (bytes of code) are not kept.
 const SCRATCH_KEEP: usize = 64 * 1024;
 
-/// Compiles a program that `sift_bpf::interp::Program::new` accepted into
-/// one buffer: the per-packet function at 0 and the count function (see
-/// the module documentation) at a 16-byte aligned offset, from one
-/// analysis of the program, and hands `(code, offset of the count
-/// function)` to `install`. Jumps are emitted short and widened where they
-/// do not fit (`Asm::finish`). `None` only if the code would be too large
-/// for 32-bit jumps.
-pub(crate) fn compile<R>(prog: &[Insn], install: impl FnOnce(Compiled<'_>) -> R) -> Option<R> {
+/// Compiles a program that `sift_bpf::interp::Program::new` accepted: the
+/// per-packet function, or with `count` the count function (see the
+/// module documentation), and hands it to `install`. Jumps are emitted
+/// short and widened where they do not fit (`Asm::finish`). `None` only if
+/// the code would be too large for 32-bit jumps.
+pub(crate) fn compile<R>(prog: &[Insn], count: bool, install: impl FnOnce(Compiled<'_>) -> R) -> Option<R> {
     let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
-    let done = compile_into(prog, &mut scratch).map(|count_at| {
+    let Scratch { asm, plan } = &mut scratch;
+    let done = plan.fill(prog).and_then(|()| {
+        asm.code.clear();
+        asm.code.reserve(prog.len() * 12 + 96);
+        emit(prog, plan, count, asm);
+        asm.finish()
+    });
+    let done = done.map(|()| {
         install(Compiled {
-            code: &scratch.asm.code,
-            count_at,
-            reads_len: scratch.plan.reads_len,
-            reads_packet: scratch.plan.reads_packet,
+            code: &asm.code,
+            reads_len: plan.reads_len,
+            reads_packet: plan.reads_packet,
         })
     });
     if scratch.asm.code.capacity() <= SCRATCH_KEEP {
         SCRATCH.with(|s| s.set(Some(scratch)));
     }
     done
-}
-
-fn compile_into(prog: &[Insn], scratch: &mut Scratch) -> Option<usize> {
-    let Scratch { asm, plan } = scratch;
-    plan.fill(prog)?;
-    asm.code.clear();
-    asm.code.reserve(prog.len() * 24 + 160);
-    emit(prog, plan, false, asm);
-    asm.finish()?;
-    let at = asm.code.len().next_multiple_of(16);
-    asm.code.resize(at, 0xcc); // int3 padding
-    emit(prog, plan, true, asm);
-    asm.finish()?;
-    Some(at)
 }
 
 /// Whether an instruction with opcode `code` reads the X register.

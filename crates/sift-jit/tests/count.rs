@@ -2,8 +2,9 @@
 //! packets the per-packet function accepts (and the interpreter): for
 //! filters compiled from expressions, reading packets or the wire length
 //! or neither, constant ones; on every truncation of full frames, empty
-//! input, one packet, and counts on either side of the batch size and of
-//! the prefetch window.
+//! input, one packet (alone, and a batch of copies), and counts on either
+//! side of the batch size and of the prefetch window. The count function
+//! is compiled by the first count of at least a batch.
 
 use sift_bpf::codegen::{compile, CodegenOptions};
 use sift_bpf::interp::Program;
@@ -69,6 +70,10 @@ fn count_matches_agrees_with_the_per_packet_function() {
         let interp = Program::new(&prog).expect("runnable");
         let jit = JitFilter::from_program(&prog).expect("jit");
         let direct = JitFilter::from_pred(&pred).expect("jit");
+        // A program starting with `ret` has no code.
+        let constant = prog[0].code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K;
+        assert_eq!(jit.count_code_bytes().is_empty(), constant, "{expr:?}");
+        assert!(direct.count_code_bytes().is_empty());
         let accepts = |p: &(Vec<u8>, u32)| interp.run(&p.0, p.1) != 0;
         for f in [&jit, &direct] {
             for (data, wire) in &packets {
@@ -78,8 +83,9 @@ fn count_matches_agrees_with_the_per_packet_function() {
                     "{expr:?} {data:02x?}"
                 );
             }
-            // Empty input; each packet alone; every count around the batch
-            // size and the prefetch window, from several starts.
+            // Empty input; each packet alone, and in a batch of copies;
+            // every count around the batch size and the prefetch window,
+            // from several starts.
             assert_eq!(
                 f.count_matches(&[] as &[(Vec<u8>, u32)], |p| (&p.0, p.1)),
                 0
@@ -88,6 +94,11 @@ fn count_matches_agrees_with_the_per_packet_function() {
                 assert_eq!(
                     f.count_matches(std::slice::from_ref(p), |p| (&p.0, p.1)),
                     u64::from(accepts(p))
+                );
+                assert_eq!(
+                    f.count_matches(&[p; BATCH], |p| (&p.0, p.1)),
+                    BATCH as u64 * u64::from(accepts(p)),
+                    "{expr:?} {p:02x?}"
                 );
             }
             let sizes = [

@@ -4,9 +4,10 @@
 //! huge X, `ldx 4*([k]&0xf)`, scratch memory, `ld #len`), packets are short
 //! random byte strings with random wire lengths. Each program also runs
 //! through the batch entry point (`JitFilter::count_matches`: the count
-//! function; each packet alone, and the packets of a program five times
-//! over: full chunks, a sliding window, a partial chunk), which must
-//! accept exactly the packets the per-packet function accepts.
+//! function; each packet alone, a chunk of copies of it, and the packets
+//! of a program five times over: full chunks, a sliding window, a partial
+//! chunk), which must accept exactly the packets the per-packet function
+//! accepts.
 //!
 //! Two families: programs that pass the kernel validator
 //! (`sift_bpf::validate`, at least 50,000 of them), and programs only the
@@ -230,9 +231,9 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
     let jit = JitFilter::from_program(prog).expect("the JIT accepts what the interpreter accepts");
     // The count function (`count_matches`, in chunks of `sift_jit::BATCH`,
     // its window sliding past them) must accept exactly the packets the
-    // per-packet function accepts: each packet alone, and the packets five
-    // times over (full chunks, slides of the window, a partial chunk at
-    // the end).
+    // per-packet function accepts: each packet alone (a chunk of copies),
+    // and the packets five times over (full chunks, slides of the window,
+    // a partial chunk at the end).
     let five: Vec<&(Vec<u8>, u32)> = (0..5).flat_map(|_| packets).collect();
     let counted = jit.count_matches(&five, |p| (&p.0[..], p.1));
     let mut accepted = 0;
@@ -244,10 +245,10 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
             got, want,
             "program {prog:?}\npacket {data:02x?} wire {wire}"
         );
-        let alone = jit.count_matches(std::slice::from_ref(item), |p| (&p.0[..], p.1));
+        let alone = jit.count_matches(&[item; sift_jit::BATCH], |p| (&p.0[..], p.1));
         assert_eq!(
             alone,
-            u64::from(want != 0),
+            sift_jit::BATCH as u64 * u64::from(want != 0),
             "count: program {prog:?}\npacket {data:02x?} wire {wire}"
         );
         accepted += u64::from(want != 0);
