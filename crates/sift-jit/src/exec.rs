@@ -97,8 +97,8 @@ pub(crate) struct ExecBuffer {
     code_len: usize,
     /// The page came from (and goes back to) [`POOL`].
     pooled: bool,
-    /// A block of the code file (size class), going back to `code_file::CODE`.
-    block: Option<u8>,
+    /// A block of the code file, going back to `code_file::CODE`.
+    block: Option<code_file::Block>,
 }
 
 // SAFETY: the mapping is immutable (read + execute) after `ExecBuffer::new`
@@ -318,8 +318,8 @@ impl CountBuffer {
 
 impl Drop for ExecBuffer {
     fn drop(&mut self) {
-        if let Some(class) = self.block {
-            code_file::release(self.ptr as usize, class, self.code_len);
+        if let Some(block) = self.block {
+            code_file::release(self.ptr as usize, block, self.code_len);
             return;
         }
         if self.pooled {
@@ -383,8 +383,15 @@ mod code_file {
         chunks: Vec<Chunk>,
         /// Where the next fresh block starts in the newest chunk.
         bump: usize,
-        /// Free blocks per size class (addresses).
-        free: [Vec<usize>; CLASSES],
+        /// Free blocks per size class (address, file offset).
+        free: [Vec<(usize, usize)>; CLASSES],
+    }
+
+    /// A block handed out: its size class and offset in the file.
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Block {
+        class: u8,
+        offset: usize,
     }
 
     static CODE: Mutex<CodeFile> = Mutex::new(CodeFile {
@@ -400,17 +407,8 @@ mod code_file {
     }
 
     impl CodeFile {
-        /// The file offset of `addr` (inside a chunk).
-        fn offset_of(&self, addr: usize) -> Option<usize> {
-            self.chunks
-                .iter()
-                .find(|c| (c.addr..c.addr + CHUNK).contains(&addr))
-                .map(|c| c.offset + (addr - c.addr))
-        }
-
-        /// Writes `bytes` at `addr` of a chunk through the file.
-        fn write(&self, addr: usize, bytes: &[u8]) -> bool {
-            let Some(mut offset) = self.offset_of(addr) else { return false };
+        /// Writes `bytes` at `offset` of the file.
+        fn write(&self, mut offset: usize, bytes: &[u8]) -> bool {
             let mut rest = bytes;
             while !rest.is_empty() {
                 // SAFETY: `rest` is a live slice; the kernel copies from it
@@ -458,19 +456,19 @@ mod code_file {
             true
         }
 
-        /// A free block of class `class` (its address).
-        fn take(&mut self, class: usize) -> Option<usize> {
-            if let Some(addr) = self.free[class].pop() {
-                return Some(addr);
+        /// A free block of class `class` (its address and file offset).
+        fn take(&mut self, class: usize) -> Option<(usize, usize)> {
+            if let Some(block) = self.free[class].pop() {
+                return Some(block);
             }
             let size = MIN_BLOCK << class;
             if self.bump + size > CHUNK {
                 // The rest of the chunk becomes free blocks of smaller classes.
-                if let Some(base) = self.chunks.last().map(|ch| ch.addr) {
+                if let Some((base, offset)) = self.chunks.last().map(|ch| (ch.addr, ch.offset)) {
                     let mut at = self.bump;
                     for c in (0..CLASSES).rev() {
                         while at + (MIN_BLOCK << c) <= CHUNK {
-                            self.free[c].push(base + at);
+                            self.free[c].push((base + at, offset + at));
                             at += MIN_BLOCK << c;
                         }
                     }
@@ -482,9 +480,10 @@ mod code_file {
                     return None;
                 }
             }
-            let addr = self.chunks.last()?.addr + self.bump;
+            let chunk = self.chunks.last()?;
+            let block = (chunk.addr + self.bump, chunk.offset + self.bump);
             self.bump += size;
-            Some(addr)
+            Some(block)
         }
     }
 
@@ -526,12 +525,12 @@ mod code_file {
         if file.off {
             return None;
         }
-        let Some(addr) = file.take(class) else {
+        let Some((addr, offset)) = file.take(class) else {
             file.off = file.chunks.is_empty();
             return None;
         };
-        if !file.write(addr, code) {
-            file.free[class].push(addr);
+        if !file.write(offset, code) {
+            file.free[class].push((addr, offset));
             return None;
         }
         Some(ExecBuffer {
@@ -539,23 +538,20 @@ mod code_file {
             map_len: MIN_BLOCK << class,
             code_len: code.len(),
             pooled: false,
-            block: Some(class as u8),
+            block: Some(Block { class: class as u8, offset }),
         })
     }
 
-    /// Takes back the block at `addr` (class `class`) that holds `len`
-    /// bytes of code: they are overwritten with traps (every byte a block
+    /// Takes back `block`, at `addr`, that holds `len` bytes of code:
+    /// they are overwritten with traps, one `pwrite` (every byte a block
     /// ever held was code of a filter, erased when it was dropped), and the
     /// block is reused.
-    pub(super) fn release(addr: usize, class: u8, len: usize) {
-        static TRAPS: [u8; 4096] = [TRAP; 4096];
+    pub(super) fn release(addr: usize, block: Block, len: usize) {
+        static TRAPS: [u8; MAX_BLOCK] = [TRAP; MAX_BLOCK];
         let mut file = CODE.lock().unwrap_or_else(|e| e.into_inner());
-        let erased = (0..len)
-            .step_by(TRAPS.len())
-            .all(|at| file.write(addr + at, &TRAPS[..TRAPS.len().min(len - at)]));
         // A block whose code could not be erased is not reused.
-        if erased {
-            file.free[usize::from(class)].push(addr);
+        if TRAPS.get(..len).is_some_and(|traps| file.write(block.offset, traps)) {
+            file.free[usize::from(block.class)].push((addr, block.offset));
         }
     }
 
