@@ -10,10 +10,11 @@
 //!   so installing a filter is one `pwrite` (~0.2 µs here) instead of
 //!   `mprotect` calls (~0.9 µs each, the largest part of the compile time
 //!   of small filters), and many small filters share a page. Blocks are
-//!   handed out in power-of-two sizes (64 B to 64 KiB); a dropped
-//!   filter's block is overwritten with `int3` (so its code is gone) and
-//!   reused. After `fork` the child gets copies of the chunks in a file of
-//!   its own (a `pthread_atfork` handler), so that neither process can
+//!   handed out in power-of-two sizes (64 B to 64 KiB), each remembering
+//!   its offset in the file; a dropped filter's block is overwritten with
+//!   `int3` at once, one `pwrite` whatever its size (so its code is gone),
+//!   and reused. After `fork` the child gets copies of the chunks in a file
+//!   of its own (a `pthread_atfork` handler), so that neither process can
 //!   overwrite code the other still runs.
 //! * **Pages switched with `mprotect`** (where the code file is not
 //!   available — no `memfd_create`, or a policy refusing executable shared
@@ -35,6 +36,19 @@
 //! `pwrite` calls on the file descriptor could change code — but such an
 //! attacker can call `mprotect` as well; a stray write through a pointer
 //! can modify code in neither mode.
+//!
+//! Why dropping still costs a system call (~0.2 µs, the whole of a drop):
+//! erasing lazily (when the block is reused, or in batches) would leave a
+//! dropped filter's code executable in between. Safe Rust cannot reach it
+//! (no function pointer to the code leaves this module), but the point of
+//! the erasure is the case where something has gone wrong already: stale
+//! code is then a ready-made gadget, so "a dropped filter's code is gone"
+//! must hold when `drop` returns. Cheaper ways to erase were rejected: a
+//! second, writable mapping of the file would make code writable through
+//! a pointer; punching a hole zeroes whole pages (shared with live
+//! filters, and zero bytes are no trap); `pwritev` only writes one range.
+//! A program with no code (one starting with `ret #k`) has nothing to
+//! install or erase.
 
 use std::io;
 use std::sync::Mutex;

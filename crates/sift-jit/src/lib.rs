@@ -38,12 +38,17 @@
 //! loads byte-swap with `bswap`/`rol`; a load followed by `jeq`/`jset` on a
 //! constant compares the packet bytes with the constant in network order
 //! when A is dead afterwards; branches fall through to the next block and
-//! use 8-bit displacements where they fit. Programs compiled from classic
-//! BPF also get a batch function, the same code looping over up to
-//! [`BATCH`] packets with every `ret` a store of the verdict: the batch
-//! entry points ([`JitFilter::count_matches`], [`JitFilter::for_each_verdict`],
-//! [`JitFilter::run_batch`]) make one call per [`BATCH`] packets instead of
-//! one per packet.
+//! use 8-bit displacements where they fit (every jump that can has one). A
+//! program whose first instruction is `ret #k` (the empty expression) gets
+//! no code at all: its verdict is `k`.
+//!
+//! Programs compiled from classic BPF also get a count function, compiled
+//! by the first [`JitFilter::count_matches`] given at least [`BATCH`]
+//! items (so that filters never counted with do not pay for it): the same
+//! code looping over up to [`BATCH`] packets, every `ret` an increment of
+//! a count (or nothing, for `ret #0`), one call per [`BATCH`] packets and
+//! no verdict written anywhere. [`JitFilter::for_each_verdict`] and
+//! [`JitFilter::run_batch`] call the per-packet function for each packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
@@ -70,22 +75,25 @@ mod x64;
 
 pub mod simd;
 
-/// How many packets ahead the batch entry points prefetch the headers of.
+/// How many packets ahead [`JitFilter::count_matches`] and
+/// [`JitFilter::for_each_verdict`] prefetch the headers of.
 /// (Measured with `sift bench` on `mixed` and `web`: 32 was the best of
 /// 0, 1, 4, 8, 16, 32, 64; 0 was up to 2.4× slower on `mixed`.)
 pub const PREFETCH_AHEAD: usize = 32;
 
-/// How many packets the batch entry points hand to the compiled code at
-/// once (programs compiled from classic BPF have a batch function looping
-/// over packets: no call per packet).
+/// How many packets [`JitFilter::count_matches`] hands to the count
+/// function at once (and the fewest it compiles the count function for).
+/// (Measured with `sift bench` on `web` and `pingflood`, 2026-11-26: 32,
+/// 64 and 256 within noise of each other.)
 pub const BATCH: usize = 64;
 
-/// On the per-packet path (programs without a batch function), packets
+/// On the per-packet path ([`JitFilter::for_each_verdict`], and
+/// [`JitFilter::count_matches`] without a count function), packets
 /// whose bytes lie at most this far apart on average (small packets stored
 /// one after another, as in a capture file read whole) are not prefetched:
 /// the processor's own prefetcher streams them, and a prefetch issued
 /// between two calls only competes with it (on the 1M-packet `pingflood`
-/// workload, 98-byte packets 144 bytes apart, it cost 10-30%). The batch
+/// workload, 98-byte packets 144 bytes apart, it cost 10-30%). The count
 /// function prefetches whatever the gap: issued from inside its loop, the
 /// prefetch makes that same workload 10-30% *faster* (`sift bench
 /// --workload pingflood`, 2026-11-26), and so does the interpreter's when
@@ -297,7 +305,7 @@ impl JitFilter {
 
     /// Runs the filter on many packets, `(captured bytes, wire length)`
     /// each, writing verdict `i` to `out[i]`; stops at the shorter of the
-    /// two slices. Prefetches as [`JitFilter::for_each_verdict`] does.
+    /// two slices. Runs as [`JitFilter::for_each_verdict`] does.
     pub fn run_batch(&self, packets: &[(&[u8], u32)], out: &mut [u32]) {
         let n = packets.len().min(out.len());
         self.for_each_verdict(&packets[..n], |&(d, w)| (d, w), |i, v| out[i] = v);

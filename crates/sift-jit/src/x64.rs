@@ -18,25 +18,28 @@
 //! Scratch memory `M[0..16]` lives in the System V red zone
 //! (`[rsp - 64 .. rsp]`); the words a program reads are zeroed on entry.
 //!
-//! # The batch function
+//! # The count function
 //!
-//! [`compile_both`] also emits the same program as a loop over many packets,
-//! `extern "sysv64" fn(slots: *const Slot, n: usize, out: *mut u32)`
-//! (`Slot` is `exec::Slot`: packet pointer at 0, captured length at 8, wire
-//! length at 16, 24 bytes; `n` slots to filter followed by
-//! `PREFETCH_AHEAD` more, which are only prefetched): `rbx` walks the
-//! slots, `r13` the verdicts
-//! and `r12` holds the end of `out` (callee-saved registers, pushed and
-//! popped once per call). Each iteration of a program that loads packet
-//! bytes prefetches the first cache line of the packet `PREFETCH_AHEAD`
-//! slots further on (see `JitFilter::for_each_verdict`), loads `rdi`/`rsi` (and `edx` if the
-//! program reads the wire length) from its slot and runs the per-packet
-//! code unchanged (A, X, the scratch words read and the backward-jump
-//! budget are reset per packet; A and X only in programs that could see
-//! their initial zero), except that
-//! every `ret` becomes a jump to a shared tail storing `eax` to the
-//! verdict and moving on: the verdicts are those of the per-packet
-//! function, without a call per packet.
+//! With `count`, [`compile`] emits the same program as a loop over many
+//! packets, `extern "sysv64" fn(slots: *const Slot, n: usize, wires: *const
+//! u32) -> u64` (`Slot` is `exec::Slot`: packet pointer at 0, captured
+//! length at 8, [`SLOT_SIZE`] bytes; `n` slots to filter followed by
+//! `PREFETCH_AHEAD` more, which are only prefetched; `wires`: their wire
+//! lengths, read only by programs that read the wire length) returning how
+//! many packets it accepted: `rbx` walks the slots, `r12` holds their end,
+//! `r13` walks the wire lengths, `r14` counts (callee-saved registers,
+//! pushed and popped once per call). Each iteration of a program that
+//! loads packet bytes prefetches the first cache line of the packet
+//! `PREFETCH_AHEAD` slots further on, loads `rdi`/`rsi` (and `edx`) and
+//! runs the per-packet code (A, X, the scratch words read and the
+//! backward-jump budget are reset per packet; A and X only in programs
+//! that could see their initial zero), except that `ret #k` becomes
+//! `inc r14` (nothing for `ret #0`), `ret a` `neg eax; adc r14, 0`, then a
+//! jump to the shared tail moving to the next packet: jumps to `ret #0`
+//! and a failed bounds check go straight to that tail, and the `ret #0` at
+//! the end of a program have no code. The packets it counts are exactly
+//! those the per-packet function accepts, without a call or a stored
+//! verdict per packet.
 //!
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
 //!
@@ -54,6 +57,14 @@
 //! load followed by `jeq #k`/`jset #k` whose targets do not read A compares
 //! the packet bytes in memory with the constant byte-swapped to network
 //! order (`cmp word [rdi + 12], 0x0008`): no load into A, no byte swap.
+//! Jumps are emitted with 8-bit displacements and widened to 32 bits only
+//! where those do not fit (`Asm::finish`): the fewest long jumps possible.
+//!
+//! # Compile cost
+//!
+//! One analysis of the program ([`Plan`]), one emission, buffers reused
+//! from one compile to the next on a thread ([`Scratch`]): no allocation
+//! in the steady state.
 
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
@@ -585,11 +596,11 @@ struct Plan {
     live: Vec<bool>,
     /// Bytes known to be captured before each instruction.
     known: Vec<u64>,
-    /// fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
+    /// `fused[pc]`: the load at pc compares raw bytes for the jump at pc + 1.
     fused: Vec<bool>,
     /// Whether the instruction at pc has code of its own.
     emitted: Vec<bool>,
-    /// next_emitted[pc]: the first emitted instruction after pc (or reject).
+    /// `next_emitted[pc]`: the first emitted instruction after pc (or reject).
     next_emitted: Vec<usize>,
     /// The first instruction from which every emitted one is `ret #0` (the
     /// program's length if the last is not): the count function has no
@@ -876,7 +887,7 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
 }
 
 /// The size of a slot of the count function (`exec::Slot`: packet
-/// pointer, captured length).
+/// pointer, captured length; 16 bytes: a copy of the slice's two words).
 pub(crate) const SLOT_SIZE: u8 = 16;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
