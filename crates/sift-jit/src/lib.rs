@@ -324,8 +324,8 @@ impl JitFilter {
     #[inline]
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = &self.code {
-            if let Some(counter) = self.counter().filter(|_| items.len() >= BATCH) {
+        if let Some(code) = self.code.as_ref().filter(|_| items.len() >= BATCH) {
+            if let Some(counter) = self.counter() {
                 return count_batched(counter, code, items, packet);
             }
         }
