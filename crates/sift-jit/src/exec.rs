@@ -10,10 +10,11 @@
 //!   so installing a filter is one `pwrite` (~0.2 µs here) instead of
 //!   `mprotect` calls (~0.9 µs each, the largest part of the compile time
 //!   of small filters), and many small filters share a page. Blocks are
-//!   handed out in power-of-two sizes (64 B to 64 KiB); a dropped
-//!   filter's block is overwritten with `int3` (so its code is gone) and
-//!   reused. After `fork` the child gets copies of the chunks in a file of
-//!   its own (a `pthread_atfork` handler), so that neither process can
+//!   handed out in power-of-two sizes (64 B to 64 KiB), each remembering
+//!   its offset in the file; a dropped filter's block is overwritten with
+//!   `int3` at once, one `pwrite` whatever its size (so its code is gone),
+//!   and reused. After `fork` the child gets copies of the chunks in a file
+//!   of its own (a `pthread_atfork` handler), so that neither process can
 //!   overwrite code the other still runs.
 //! * **Pages switched with `mprotect`** (where the code file is not
 //!   available — no `memfd_create`, or a policy refusing executable shared
@@ -35,6 +36,19 @@
 //! `pwrite` calls on the file descriptor could change code — but such an
 //! attacker can call `mprotect` as well; a stray write through a pointer
 //! can modify code in neither mode.
+//!
+//! Why dropping still costs a system call (~0.2 µs, the whole of a drop):
+//! erasing lazily (when the block is reused, or in batches) would leave a
+//! dropped filter's code executable in between. Safe Rust cannot reach it
+//! (no function pointer to the code leaves this module), but the point of
+//! the erasure is the case where something has gone wrong already: stale
+//! code is then a ready-made gadget, so "a dropped filter's code is gone"
+//! must hold when `drop` returns. Cheaper ways to erase were rejected: a
+//! second, writable mapping of the file would make code writable through
+//! a pointer; punching a hole zeroes whole pages (shared with live
+//! filters, and zero bytes are no trap); `pwritev` only writes one range.
+//! A program with no code (one starting with `ret #k`) has nothing to
+//! install or erase.
 
 use std::io;
 use std::sync::Mutex;
@@ -43,21 +57,19 @@ use std::sync::Mutex;
 /// wire length; returns the filter's verdict.
 type FilterFn = extern "sysv64" fn(*const u8, usize, u32) -> u32;
 
-/// The signature of a compiled batch function (see `crate::x64`): `n`
-/// slots to filter (followed by `PREFETCH_AHEAD` slots it prefetches),
-/// `n` verdicts written to `out`.
-type BatchFn = extern "sysv64" fn(*const Slot<'_>, usize, *mut u32);
+/// The signature of a compiled count function (see `crate::x64`): `n`
+/// slots to filter (followed by `PREFETCH_AHEAD` slots whose packets it
+/// prefetches), their `n` wire lengths; returns how many it accepted.
+type CountFn = extern "sysv64" fn(*const Slot<'_>, usize, *const u32) -> u64;
 
-/// One packet for the batch function: its captured bytes and wire length,
-/// laid out as the generated code reads them (pointer at 0, captured
-/// length at 8, wire length at 16, `crate::x64::BATCH_SLOT_SIZE` bytes).
+/// One packet for the count function: its captured bytes, laid out as the
+/// generated code reads them (pointer at 0, captured length at 8,
+/// `crate::x64::SLOT_SIZE` bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot<'a> {
     ptr: *const u8,
     caplen: usize,
-    wire_len: u32,
-    _pad: u32,
     _data: std::marker::PhantomData<&'a [u8]>,
 }
 
@@ -66,19 +78,21 @@ impl<'a> Slot<'a> {
     pub(crate) const EMPTY: Slot<'static> = Slot {
         ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
         caplen: 0,
-        wire_len: 0,
-        _pad: 0,
         _data: std::marker::PhantomData,
     };
 
-    /// The slot for captured bytes `data` and wire length `wire_len`.
+    /// The slot for captured bytes `data`.
     #[inline(always)]
-    pub(crate) fn new(data: &'a [u8], wire_len: u32) -> Slot<'a> {
-        Slot { ptr: data.as_ptr(), caplen: data.len(), wire_len, _pad: 0, _data: std::marker::PhantomData }
+    pub(crate) fn new(data: &'a [u8]) -> Slot<'a> {
+        Slot {
+            ptr: data.as_ptr(),
+            caplen: data.len(),
+            _data: std::marker::PhantomData,
+        }
     }
 }
 
-const _: () = assert!(std::mem::size_of::<Slot<'static>>() == crate::x64::BATCH_SLOT_SIZE as usize);
+const _: () = assert!(std::mem::size_of::<Slot<'static>>() == crate::x64::SLOT_SIZE as usize);
 
 /// Pages mapped at once when the pool is empty.
 const POOL_CHUNK: usize = 16;
@@ -97,10 +111,8 @@ pub(crate) struct ExecBuffer {
     code_len: usize,
     /// The page came from (and goes back to) [`POOL`].
     pooled: bool,
-    /// A block of the code file (size class), going back to `code_file::CODE`.
-    block: Option<u8>,
-    /// The offset of the batch function in the code (0: none).
-    batch_at: usize,
+    /// A block of the code file, going back to `code_file::CODE`.
+    block: Option<code_file::Block>,
 }
 
 // SAFETY: the mapping is immutable (read + execute) after `ExecBuffer::new`
@@ -201,9 +213,11 @@ fn take_page(page: usize) -> io::Result<*mut u8> {
 
 impl ExecBuffer {
     /// Installs `code` read + execute. `code` must be a complete function
-    /// with the [`FilterFn`] signature that only reads the packet bytes it
-    /// was given (`ptr[..caplen]`), its own stack frame and the 128-byte red
-    /// zone below the stack pointer; `crate::x64` generates such code.
+    /// generated by `crate::x64`: for [`ExecBuffer::call`] one with the
+    /// [`FilterFn`] signature that only reads the packet bytes it was given
+    /// (`ptr[..caplen]`), its own stack frame and the 128-byte red zone
+    /// below the stack pointer (a count function goes in a
+    /// [`CountBuffer`]).
     pub(crate) fn new(code: &[u8]) -> io::Result<ExecBuffer> {
         if let Some(buf) = code_file::install(code) {
             return Ok(buf);
@@ -226,7 +240,6 @@ impl ExecBuffer {
             code_len: code.len(),
             pooled,
             block: None,
-            batch_at: 0,
         };
         // SAFETY: `ptr` starts `map_len >= code.len()` bytes of read + write
         // memory that this buffer owns exclusively (a pool page is handed
@@ -239,61 +252,6 @@ impl ExecBuffer {
             return Err(io::Error::last_os_error());
         }
         Ok(buf)
-    }
-
-    /// Installs the per-packet function `code` followed by the batch
-    /// function `batch` (16-byte aligned), both generated by `crate::x64`
-    /// for the same program: `code` as for [`ExecBuffer::new`], `batch` with
-    /// the [`BatchFn`] signature, reading only the slots and packets it is
-    /// given, writing only `out`, its stack and the red zone, restoring the
-    /// callee-saved registers it uses.
-    pub(crate) fn with_batch(code: &[u8], batch: &[u8]) -> io::Result<ExecBuffer> {
-        let at = code.len().next_multiple_of(16);
-        let mut all = Vec::with_capacity(at + batch.len());
-        all.extend_from_slice(code);
-        all.resize(at, 0xcc); // int3 padding
-        all.extend_from_slice(batch);
-        let mut buf = ExecBuffer::new(&all)?;
-        buf.batch_at = at;
-        Ok(buf)
-    }
-
-    /// Whether the buffer holds a batch function.
-    #[inline(always)]
-    pub(crate) fn has_batch(&self) -> bool {
-        self.batch_at != 0
-    }
-
-    /// Runs the batch function on the first `out.len()` of `slots`, writing
-    /// verdict `i` to `out[i]`, the next [`crate::PREFETCH_AHEAD`] slots
-    /// only prefetched (fewer slots than that: nothing runs); the
-    /// per-packet function if there is no batch function.
-    #[inline(always)]
-    pub(crate) fn call_batch(&self, slots: &[Slot<'_>], out: &mut [u32]) {
-        let n = out.len();
-        if slots.len() < n + crate::PREFETCH_AHEAD {
-            return;
-        }
-        if !self.has_batch() {
-            for (slot, v) in slots.iter().zip(out.iter_mut()) {
-                // SAFETY: `Slot::new` took `ptr`/`caplen` from a slice that
-                // lives at least as long as the slot (`'_`).
-                let data = unsafe { std::slice::from_raw_parts(slot.ptr, slot.caplen) };
-                *v = self.call(data, slot.wire_len);
-            }
-            return;
-        }
-        // SAFETY: `batch_at` is the offset of a batch function inside this
-        // read + execute buffer (`with_batch`), generated by `crate::x64`
-        // with the `BatchFn` ABI: it reads `n + PREFETCH_AHEAD` slots (there
-        // are that many, checked above), the packets of the first `n` only
-        // below their captured length (the slices behind the slots outlive
-        // the call; the other slots' pointers are only prefetched, which
-        // never faults), writes the `n` words of `out`, touches no other memory
-        // but its stack and the red zone, restores the callee-saved
-        // registers it uses, and always returns.
-        let f: BatchFn = unsafe { std::mem::transmute::<*mut u8, BatchFn>(self.ptr.add(self.batch_at)) };
-        f(slots.as_ptr(), n, out.as_mut_ptr());
     }
 
     /// The address of the first byte of code.
@@ -327,10 +285,55 @@ impl ExecBuffer {
     }
 }
 
+/// A count function installed read + execute.
+#[derive(Debug)]
+pub(crate) struct CountBuffer {
+    code: ExecBuffer,
+    /// Whether it reads the wire lengths it is given.
+    pub(crate) reads_len: bool,
+}
+
+impl CountBuffer {
+    /// Installs `code`, a count function generated by `crate::x64` with
+    /// the [`CountFn`] signature: it reads only the slots, wire lengths and
+    /// packets it is given (the wire lengths only if `reads_len`), touches
+    /// no other memory but its stack and the red zone, restores the
+    /// callee-saved registers it uses, and always returns.
+    pub(crate) fn new(code: &[u8], reads_len: bool) -> io::Result<CountBuffer> {
+        Ok(CountBuffer { code: ExecBuffer::new(code)?, reads_len })
+    }
+
+    /// Runs the count function on the first `n` of `slots` (their wire
+    /// lengths in `wires`), the next [`crate::PREFETCH_AHEAD`] slots only
+    /// prefetched: the number of packets accepted. `None` if there are too
+    /// few slots or wire lengths.
+    #[inline(always)]
+    pub(crate) fn count(&self, slots: &[Slot<'_>], n: usize, wires: &[u32]) -> Option<u64> {
+        if slots.len() < n + crate::PREFETCH_AHEAD || wires.len() < n {
+            return None;
+        }
+        // SAFETY: the buffer holds a count function (`CountBuffer::new`)
+        // with the `CountFn` ABI: it reads `n + PREFETCH_AHEAD` slots and
+        // `n` wire lengths (there are that many, checked above), the
+        // packets of the first `n` slots only below their captured length
+        // (the slices behind the slots outlive the call; the other slots'
+        // pointers are only prefetched, which never faults), touches no
+        // other memory but its stack and the red zone, restores the
+        // callee-saved registers it uses, and always returns.
+        let f: CountFn = unsafe { std::mem::transmute::<*mut u8, CountFn>(self.code.ptr) };
+        Some(f(slots.as_ptr(), n, wires.as_ptr()))
+    }
+
+    /// A copy of the machine code.
+    pub(crate) fn code_bytes(&self) -> Vec<u8> {
+        self.code.code_bytes()
+    }
+}
+
 impl Drop for ExecBuffer {
     fn drop(&mut self) {
-        if let Some(class) = self.block {
-            code_file::release(self.ptr as usize, class, self.code_len);
+        if let Some(block) = self.block {
+            code_file::release(self.ptr as usize, block, self.code_len);
             return;
         }
         if self.pooled {
@@ -394,8 +397,15 @@ mod code_file {
         chunks: Vec<Chunk>,
         /// Where the next fresh block starts in the newest chunk.
         bump: usize,
-        /// Free blocks per size class (addresses).
-        free: [Vec<usize>; CLASSES],
+        /// Free blocks per size class (address, file offset).
+        free: [Vec<(usize, usize)>; CLASSES],
+    }
+
+    /// A block handed out: its size class and offset in the file.
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Block {
+        class: u8,
+        offset: usize,
     }
 
     static CODE: Mutex<CodeFile> = Mutex::new(CodeFile {
@@ -411,17 +421,8 @@ mod code_file {
     }
 
     impl CodeFile {
-        /// The file offset of `addr` (inside a chunk).
-        fn offset_of(&self, addr: usize) -> Option<usize> {
-            self.chunks
-                .iter()
-                .find(|c| (c.addr..c.addr + CHUNK).contains(&addr))
-                .map(|c| c.offset + (addr - c.addr))
-        }
-
-        /// Writes `bytes` at `addr` of a chunk through the file.
-        fn write(&self, addr: usize, bytes: &[u8]) -> bool {
-            let Some(mut offset) = self.offset_of(addr) else { return false };
+        /// Writes `bytes` at `offset` of the file.
+        fn write(&self, mut offset: usize, bytes: &[u8]) -> bool {
             let mut rest = bytes;
             while !rest.is_empty() {
                 // SAFETY: `rest` is a live slice; the kernel copies from it
@@ -469,19 +470,19 @@ mod code_file {
             true
         }
 
-        /// A free block of class `class` (its address).
-        fn take(&mut self, class: usize) -> Option<usize> {
-            if let Some(addr) = self.free[class].pop() {
-                return Some(addr);
+        /// A free block of class `class` (its address and file offset).
+        fn take(&mut self, class: usize) -> Option<(usize, usize)> {
+            if let Some(block) = self.free[class].pop() {
+                return Some(block);
             }
             let size = MIN_BLOCK << class;
             if self.bump + size > CHUNK {
                 // The rest of the chunk becomes free blocks of smaller classes.
-                if let Some(base) = self.chunks.last().map(|ch| ch.addr) {
+                if let Some((base, offset)) = self.chunks.last().map(|ch| (ch.addr, ch.offset)) {
                     let mut at = self.bump;
                     for c in (0..CLASSES).rev() {
                         while at + (MIN_BLOCK << c) <= CHUNK {
-                            self.free[c].push(base + at);
+                            self.free[c].push((base + at, offset + at));
                             at += MIN_BLOCK << c;
                         }
                     }
@@ -493,9 +494,10 @@ mod code_file {
                     return None;
                 }
             }
-            let addr = self.chunks.last()?.addr + self.bump;
+            let chunk = self.chunks.last()?;
+            let block = (chunk.addr + self.bump, chunk.offset + self.bump);
             self.bump += size;
-            Some(addr)
+            Some(block)
         }
     }
 
@@ -537,12 +539,12 @@ mod code_file {
         if file.off {
             return None;
         }
-        let Some(addr) = file.take(class) else {
+        let Some((addr, offset)) = file.take(class) else {
             file.off = file.chunks.is_empty();
             return None;
         };
-        if !file.write(addr, code) {
-            file.free[class].push(addr);
+        if !file.write(offset, code) {
+            file.free[class].push((addr, offset));
             return None;
         }
         Some(ExecBuffer {
@@ -550,24 +552,20 @@ mod code_file {
             map_len: MIN_BLOCK << class,
             code_len: code.len(),
             pooled: false,
-            block: Some(class as u8),
-            batch_at: 0,
+            block: Some(Block { class: class as u8, offset }),
         })
     }
 
-    /// Takes back the block at `addr` (class `class`) that holds `len`
-    /// bytes of code: they are overwritten with traps (every byte a block
+    /// Takes back `block`, at `addr`, that holds `len` bytes of code:
+    /// they are overwritten with traps, one `pwrite` (every byte a block
     /// ever held was code of a filter, erased when it was dropped), and the
     /// block is reused.
-    pub(super) fn release(addr: usize, class: u8, len: usize) {
-        static TRAPS: [u8; 4096] = [TRAP; 4096];
+    pub(super) fn release(addr: usize, block: Block, len: usize) {
+        static TRAPS: [u8; MAX_BLOCK] = [TRAP; MAX_BLOCK];
         let mut file = CODE.lock().unwrap_or_else(|e| e.into_inner());
-        let erased = (0..len)
-            .step_by(TRAPS.len())
-            .all(|at| file.write(addr + at, &TRAPS[..TRAPS.len().min(len - at)]));
         // A block whose code could not be erased is not reused.
-        if erased {
-            file.free[usize::from(class)].push(addr);
+        if TRAPS.get(..len).is_some_and(|traps| file.write(block.offset, traps)) {
+            file.free[usize::from(block.class)].push((addr, block.offset));
         }
     }
 

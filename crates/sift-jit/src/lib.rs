@@ -38,12 +38,17 @@
 //! loads byte-swap with `bswap`/`rol`; a load followed by `jeq`/`jset` on a
 //! constant compares the packet bytes with the constant in network order
 //! when A is dead afterwards; branches fall through to the next block and
-//! use 8-bit displacements where they fit. Programs compiled from classic
-//! BPF also get a batch function, the same code looping over up to
-//! [`BATCH`] packets with every `ret` a store of the verdict: the batch
-//! entry points ([`JitFilter::count_matches`], [`JitFilter::for_each_verdict`],
-//! [`JitFilter::run_batch`]) make one call per [`BATCH`] packets instead of
-//! one per packet.
+//! use 8-bit displacements where they fit (every jump that can has one). A
+//! program whose first instruction is `ret #k` (the empty expression) gets
+//! no code at all: its verdict is `k`.
+//!
+//! Programs compiled from classic BPF also get a count function, compiled
+//! by the first [`JitFilter::count_matches`] given at least [`BATCH`]
+//! items (so that filters never counted with do not pay for it): the same
+//! code looping over up to [`BATCH`] packets, every `ret` an increment of
+//! a count (or nothing, for `ret #0`), one call per [`BATCH`] packets and
+//! no verdict written anywhere. [`JitFilter::for_each_verdict`] and
+//! [`JitFilter::run_batch`] call the per-packet function for each packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
@@ -70,22 +75,25 @@ mod x64;
 
 pub mod simd;
 
-/// How many packets ahead the batch entry points prefetch the headers of.
+/// How many packets ahead [`JitFilter::count_matches`] and
+/// [`JitFilter::for_each_verdict`] prefetch the headers of.
 /// (Measured with `sift bench` on `mixed` and `web`: 32 was the best of
 /// 0, 1, 4, 8, 16, 32, 64; 0 was up to 2.4× slower on `mixed`.)
 pub const PREFETCH_AHEAD: usize = 32;
 
-/// How many packets the batch entry points hand to the compiled code at
-/// once (programs compiled from classic BPF have a batch function looping
-/// over packets: no call per packet).
+/// How many packets [`JitFilter::count_matches`] hands to the count
+/// function at once (and the fewest it compiles the count function for).
+/// (Measured with `sift bench` on `web` and `pingflood`, 2026-11-26: 32,
+/// 64 and 256 within noise of each other.)
 pub const BATCH: usize = 64;
 
-/// On the per-packet path (programs without a batch function), packets
+/// On the per-packet path ([`JitFilter::for_each_verdict`], and
+/// [`JitFilter::count_matches`] without a count function), packets
 /// whose bytes lie at most this far apart on average (small packets stored
 /// one after another, as in a capture file read whole) are not prefetched:
 /// the processor's own prefetcher streams them, and a prefetch issued
 /// between two calls only competes with it (on the 1M-packet `pingflood`
-/// workload, 98-byte packets 144 bytes apart, it cost 10-30%). The batch
+/// workload, 98-byte packets 144 bytes apart, it cost 10-30%). The count
 /// function prefetches whatever the gap: issued from inside its loop, the
 /// prefetch makes that same workload 10-30% *faster* (`sift bench
 /// --workload pingflood`, 2026-11-26), and so does the interpreter's when
@@ -111,7 +119,8 @@ fn prefetch_target<T>(
     packet: &impl Fn(&T) -> (&[u8], u32),
 ) -> Option<*const u8> {
     let far = packet(items.get(i + PREFETCH_AHEAD)?).0.as_ptr();
-    ((far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD).then_some(far)
+    ((far as usize).abs_diff(data.as_ptr() as usize) > PREFETCH_MIN_GAP * PREFETCH_AHEAD)
+        .then_some(far)
 }
 
 /// Why a program could not be compiled.
@@ -157,19 +166,31 @@ impl std::error::Error for JitError {
 
 /// A classic BPF program compiled to native code.
 ///
-/// Immutable once built; `Send + Sync`, so one filter can run on many
-/// threads. Dropping it unmaps the code.
+/// Immutable once built (but for the count function, compiled on first
+/// use); `Send + Sync`, so one filter can run on many threads. Dropping it
+/// removes the code.
 #[derive(Debug)]
 pub struct JitFilter {
+    /// The per-packet function; none for a constant program (its verdict
+    /// is `constant`).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    code: exec::ExecBuffer,
+    code: Option<exec::ExecBuffer>,
+    /// The count function, compiled from `prog` by the first
+    /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
+    /// inside: the filter has none).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    count: std::sync::OnceLock<Option<exec::CountBuffer>>,
+    /// The program the count function is compiled from: empty for a
+    /// constant program or a predicate compiled directly.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    prog: Box<[Insn]>,
     insns: usize,
     /// Whether the code may read packet bytes (if not, the batch entry
-    /// points prefetch nothing: the accept-all filter touches no packet).
-    reads_packet: bool,
-    /// The verdict of every packet when the program is a lone `ret #k`
-    /// (the empty expression): the batch entry points then run no code.
+    /// points prefetch nothing).
     #[cfg_attr(not(all(target_arch = "x86_64", target_os = "linux")), allow(dead_code))]
+    reads_packet: bool,
+    /// The verdict of every packet when the program starts with `ret #k`
+    /// (the empty expression): no code is generated, none runs.
     constant: Option<u32>,
 }
 
@@ -189,19 +210,39 @@ impl JitFilter {
         Self::compile_checked(prog)
     }
 
+    /// A filter with per-packet code `code` (none: the verdict is always
+    /// `constant`) and the program `prog` its count function is compiled
+    /// from.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn with_code(code: Option<exec::ExecBuffer>, prog: Box<[Insn]>, insns: usize, reads_packet: bool) -> JitFilter {
+        JitFilter { code, count: std::sync::OnceLock::new(), prog, insns, reads_packet, constant: None }
+    }
+
+    /// The filter of a program whose verdict is always `k`: no code.
+    fn constant(insns: usize, k: u32) -> JitFilter {
+        JitFilter {
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            code: None,
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            count: std::sync::OnceLock::new(),
+            #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+            prog: Box::default(),
+            insns,
+            reads_packet: false,
+            constant: Some(k),
+        }
+    }
+
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
-        let (code, batch) = x64::compile_both(prog).ok_or(JitError::TooLarge)?;
-        let code = exec::ExecBuffer::with_batch(&code, &batch).map_err(JitError::Memory)?;
-        Ok(JitFilter {
-            code,
-            insns: prog.len(),
-            reads_packet: prog.iter().any(|i| reads_packet(i.code)),
-            constant: match prog {
-                [ret] if ret.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K => Some(ret.k),
-                _ => None,
-            },
+        if let Some(first) = prog.first().filter(|i| i.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K) {
+            return Ok(Self::constant(prog.len(), first.k));
+        }
+        x64::compile(prog, false, |c| {
+            let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
+            Ok(Self::with_code(Some(code), prog.into(), prog.len(), c.reads_packet))
         })
+        .ok_or(JitError::TooLarge)?
     }
 
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
@@ -226,19 +267,15 @@ impl JitFilter {
     /// [`JitFilter::insn_count`] is then the cBPF length (0 for the direct
     /// path).
     pub fn from_pred_with(pred: &Pred, accept: u32) -> Result<JitFilter, JitError> {
+        match pred {
+            Pred::True => return Ok(Self::constant(0, accept)),
+            Pred::False => return Ok(Self::constant(0, 0)),
+            _ => {}
+        }
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = x64::pred::compile(pred, accept) {
             let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
-            return Ok(JitFilter {
-                code,
-                insns: 0,
-                reads_packet: !matches!(pred, Pred::True | Pred::False),
-                constant: match pred {
-                    Pred::True => Some(accept),
-                    Pred::False => Some(0),
-                    _ => None,
-                },
-            });
+            return Ok(Self::with_code(Some(code), Box::default(), 0, true));
         }
         if !Self::is_supported() {
             return Err(JitError::Unsupported);
@@ -259,22 +296,16 @@ impl JitFilter {
     #[inline]
     pub fn run(&self, data: &[u8], wire_len: u32) -> u32 {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        {
-            self.code.call(data, wire_len)
+        if let Some(code) = &self.code {
+            return code.call(data, wire_len);
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-        {
-            let _ = (data, wire_len);
-            0
-        }
+        let _ = (data, wire_len);
+        self.constant.unwrap_or(0)
     }
 
     /// Runs the filter on many packets, `(captured bytes, wire length)`
     /// each, writing verdict `i` to `out[i]`; stops at the shorter of the
-    /// two slices. While one packet is filtered, the first cache line of
-    /// a packet [`PREFETCH_AHEAD`] places further is prefetched (if the
-    /// filter reads packets at all; on the per-packet path only unless the
-    /// packets lie close together: [`PREFETCH_MIN_GAP`]).
+    /// two slices. Runs as [`JitFilter::for_each_verdict`] does.
     pub fn run_batch(&self, packets: &[(&[u8], u32)], out: &mut [u32]) {
         let n = packets.len().min(out.len());
         self.for_each_verdict(&packets[..n], |&(d, w)| (d, w), |i, v| out[i] = v);
@@ -282,21 +313,50 @@ impl JitFilter {
 
     /// The number of items of `items` the filter accepts; `packet` gives
     /// an item's captured bytes and wire length. The batch entry point for
-    /// packets held in any structure: one call per batch, and while one
-    /// packet is filtered the first cache line (the headers) of the packet
-    /// [`PREFETCH_AHEAD`] places further is prefetched (if the filter
-    /// reads packets at all: the empty expression's does not; on the
-    /// per-packet path only unless the packets lie close together in
-    /// memory: [`PREFETCH_MIN_GAP`]).
+    /// packets held in any structure: a filter compiled from classic BPF
+    /// has a count function (compiled by the first call given at least
+    /// [`BATCH`] items), which filters [`BATCH`] packets per call and
+    /// counts the accepted ones itself, prefetching the first cache line
+    /// (the headers) of the packet [`PREFETCH_AHEAD`] places further (if
+    /// the filter reads packets at all). Fewer items, and other filters,
+    /// run as [`JitFilter::for_each_verdict`] does; a constant filter (the
+    /// empty expression) runs no code and calls `packet` for no item.
     #[inline]
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if let Some(code) = self.code.as_ref().filter(|_| items.len() >= BATCH) {
+            if let Some(counter) = self.counter() {
+                return count_batched(counter, code, items, packet);
+            }
+        }
+        if let Some(v) = self.constant {
+            return if v != 0 { items.len() as u64 } else { 0 };
+        }
         let mut n = 0u64;
         self.for_each_verdict(items, packet, |_, v| n += u64::from(v != 0));
         n
     }
 
+    /// The count function, compiled if it was not yet; `None` if the
+    /// filter has none.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn counter(&self) -> Option<&exec::CountBuffer> {
+        self.count
+            .get_or_init(|| {
+                if self.prog.is_empty() {
+                    return None;
+                }
+                x64::compile(&self.prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok()).flatten()
+            })
+            .as_ref()
+    }
+
     /// Runs the filter on every item, in order, handing `(index, verdict)`
-    /// to `verdict`; prefetches as [`JitFilter::count_matches`] does.
+    /// to `verdict`, one call of the compiled code per item; while one
+    /// packet is filtered the first cache line of the packet
+    /// [`PREFETCH_AHEAD`] places further is prefetched (if the filter reads
+    /// packets at all, and unless the packets lie close together in memory:
+    /// [`PREFETCH_MIN_GAP`]).
     #[inline]
     pub fn for_each_verdict<T>(
         &self,
@@ -305,15 +365,7 @@ impl JitFilter {
         mut verdict: impl FnMut(usize, u32),
     ) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        {
-            let code = &self.code;
-            if let Some(v) = self.constant {
-                (0..items.len()).for_each(|i| verdict(i, v));
-                return;
-            }
-            if code.has_batch() {
-                return self.for_each_verdict_batched(items, packet, verdict);
-            }
+        if let Some(code) = &self.code {
             if !self.reads_packet {
                 for (i, item) in items.iter().enumerate() {
                     let (data, wire_len) = packet(item);
@@ -328,50 +380,11 @@ impl JitFilter {
                 }
                 verdict(i, code.call(data, wire_len));
             }
+            return;
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
         for (i, item) in items.iter().enumerate() {
             let (data, wire_len) = packet(item);
             verdict(i, self.run(data, wire_len));
-        }
-    }
-
-    /// [`JitFilter::for_each_verdict`] through the batch function: packets
-    /// are gathered [`BATCH`] at a time, filtered by one call (which
-    /// prefetches the packet [`PREFETCH_AHEAD`] slots further on, from the
-    /// gathered window), and their verdicts handed out.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[inline]
-    fn for_each_verdict_batched<T>(
-        &self,
-        items: &[T],
-        packet: impl Fn(&T) -> (&[u8], u32),
-        mut verdict: impl FnMut(usize, u32),
-    ) {
-        // A window of BATCH slots to filter and the PREFETCH_AHEAD after
-        // them (which the batch function prefetches), sliding by BATCH:
-        // each item is gathered once. Slots past the last item keep stale
-        // (or empty) packets: those are only ever prefetched.
-        const WINDOW: usize = BATCH + PREFETCH_AHEAD;
-        let mut slots = [exec::Slot::EMPTY; WINDOW];
-        let mut out = [0u32; BATCH];
-        fn gather<'a, T>(slots: &mut [exec::Slot<'a>], from: &'a [T], packet: &impl Fn(&T) -> (&[u8], u32)) {
-            for (slot, item) in slots.iter_mut().zip(from) {
-                let (data, wire_len) = packet(item);
-                *slot = exec::Slot::new(data, wire_len);
-            }
-        }
-        gather(&mut slots, items, &packet);
-        let mut base = 0;
-        while base < items.len() {
-            let n = (items.len() - base).min(BATCH);
-            self.code.call_batch(&slots, &mut out[..n]);
-            for (j, &v) in out[..n].iter().enumerate() {
-                verdict(base + j, v);
-            }
-            base += n;
-            slots.copy_within(BATCH.., 0);
-            gather(&mut slots[PREFETCH_AHEAD..], items.get(base + PREFETCH_AHEAD..).unwrap_or_default(), &packet);
         }
     }
 
@@ -383,40 +396,123 @@ impl JitFilter {
     /// The size of the machine code in bytes.
     pub fn code_size(&self) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        {
-            self.code.code_len()
+        if let Some(code) = &self.code {
+            return code.code_len();
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-        {
-            0
-        }
+        0
     }
 
-    /// A copy of the machine code (for disassembling; empty where there
-    /// is no JIT).
+    /// A copy of the machine code of the count function (for
+    /// disassembling), compiling it if it was not yet; empty if the filter
+    /// has none (constant, compiled from a predicate, no JIT here).
+    pub fn count_code_bytes(&self) -> Vec<u8> {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if let Some(counter) = self.counter() {
+            return counter.code_bytes();
+        }
+        Vec::new()
+    }
+
+    /// A copy of the machine code of the per-packet function (for
+    /// disassembling; empty where there is no JIT or no code).
     pub fn code_bytes(&self) -> Vec<u8> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        {
-            self.code.code_bytes()
+        if let Some(code) = &self.code {
+            return code.code_bytes();
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-        {
-            Vec::new()
-        }
+        Vec::new()
     }
 
     /// The address of the first byte of machine code (for diagnostics,
     /// e.g. finding the mapping in `/proc/self/maps`).
     pub fn code_addr(&self) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        {
-            self.code.addr()
+        if let Some(code) = &self.code {
+            return code.addr();
         }
-        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-        {
-            0
+        0
+    }
+}
+
+/// [`JitFilter::count_matches`] through the count function: packets
+/// are gathered [`BATCH`] at a time into slots (and their wire lengths
+/// if the program reads them), and counted by one call, which
+/// prefetches the packet [`PREFETCH_AHEAD`] slots further on, from the
+/// gathered window.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline]
+fn count_batched<T>(
+    counter: &exec::CountBuffer,
+    code: &exec::ExecBuffer,
+    items: &[T],
+    packet: impl Fn(&T) -> (&[u8], u32),
+) -> u64 {
+    // A window of BATCH slots to filter and the PREFETCH_AHEAD after
+    // them (which the count function prefetches), sliding by BATCH:
+    // each item is gathered once. Slots past the last item keep stale
+    // (or empty) packets: those are only ever prefetched.
+    const WINDOW: usize = BATCH + PREFETCH_AHEAD;
+    let mut slots = [exec::Slot::EMPTY; WINDOW];
+    let mut wires = [0u32; WINDOW];
+    /// Fills `slots` (and `wires` if `wire`) from `items[from..]`.
+    fn gather<'a, T>(
+        wire: bool,
+        slots: &mut [exec::Slot<'a>],
+        wires: &mut [u32],
+        items: &'a [T],
+        from: usize,
+        packet: &impl Fn(&T) -> (&[u8], u32),
+    ) {
+        fn fill<'a, T, const WIRE: bool>(
+            slots: &mut [exec::Slot<'a>],
+            wires: &mut [u32],
+            from: &'a [T],
+            packet: &impl Fn(&T) -> (&[u8], u32),
+        ) {
+            for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
+                let (data, wire_len) = packet(item);
+                *slot = exec::Slot::new(data);
+                if WIRE {
+                    *wire = wire_len;
+                }
+            }
+        }
+        let from = items.get(from..).unwrap_or_default();
+        if wire {
+            fill::<T, true>(slots, wires, from, packet)
+        } else {
+            fill::<T, false>(slots, wires, from, packet)
         }
     }
+    let wire = counter.reads_len;
+    gather(wire, &mut slots, &mut wires, items, 0, &packet);
+    let mut base = 0;
+    let mut count = 0;
+    while base < items.len() {
+        let n = (items.len() - base).min(BATCH);
+        count += counter.count(&slots, n, &wires).unwrap_or_else(|| {
+            // Not reached: there are WINDOW slots and wire lengths.
+            let run = |i: &T| {
+                let (data, wire_len) = packet(i);
+                code.call(data, wire_len) != 0
+            };
+            items[base..base + n].iter().filter(|i| run(i)).count() as u64
+        });
+        base += n;
+        slots.copy_within(BATCH.., 0);
+        if wire {
+            wires.copy_within(BATCH.., 0);
+        }
+        gather(
+            wire,
+            &mut slots[PREFETCH_AHEAD..],
+            &mut wires[PREFETCH_AHEAD..],
+            items,
+            base + PREFETCH_AHEAD,
+            &packet,
+        );
+    }
+    count
 }
 
 #[cfg(test)]
@@ -441,7 +537,11 @@ mod tests {
                             // after a store, before `ret a`.
                             let mut prog = vec![Insn::jump(code, k, jt, jf)];
                             prog.resize(len, Insn::stmt(RET | K, 0));
-                            let stored = [Insn::stmt(ST, 1), Insn::jump(code, k, jt, jf), Insn::stmt(RET | A, 0)];
+                            let stored = [
+                                Insn::stmt(ST, 1),
+                                Insn::jump(code, k, jt, jf),
+                                Insn::stmt(RET | A, 0),
+                            ];
                             for p in [&prog[..], &stored[..]] {
                                 if validate(p).is_ok() {
                                     n += 1;

@@ -18,25 +18,28 @@
 //! Scratch memory `M[0..16]` lives in the System V red zone
 //! (`[rsp - 64 .. rsp]`); the words a program reads are zeroed on entry.
 //!
-//! # The batch function
+//! # The count function
 //!
-//! [`compile_both`] also emits the same program as a loop over many packets,
-//! `extern "sysv64" fn(slots: *const Slot, n: usize, out: *mut u32)`
-//! (`Slot` is `exec::Slot`: packet pointer at 0, captured length at 8, wire
-//! length at 16, 24 bytes; `n` slots to filter followed by
-//! `PREFETCH_AHEAD` more, which are only prefetched): `rbx` walks the
-//! slots, `r13` the verdicts
-//! and `r12` holds the end of `out` (callee-saved registers, pushed and
-//! popped once per call). Each iteration of a program that loads packet
-//! bytes prefetches the first cache line of the packet `PREFETCH_AHEAD`
-//! slots further on (see `JitFilter::for_each_verdict`), loads `rdi`/`rsi` (and `edx` if the
-//! program reads the wire length) from its slot and runs the per-packet
-//! code unchanged (A, X, the scratch words read and the backward-jump
-//! budget are reset per packet; A and X only in programs that could see
-//! their initial zero), except that
-//! every `ret` becomes a jump to a shared tail storing `eax` to the
-//! verdict and moving on: the verdicts are those of the per-packet
-//! function, without a call per packet.
+//! With `count`, [`compile`] emits the same program as a loop over many
+//! packets, `extern "sysv64" fn(slots: *const Slot, n: usize, wires: *const
+//! u32) -> u64` (`Slot` is `exec::Slot`: packet pointer at 0, captured
+//! length at 8, [`SLOT_SIZE`] bytes; `n` slots to filter followed by
+//! `PREFETCH_AHEAD` more, which are only prefetched; `wires`: their wire
+//! lengths, read only by programs that read the wire length) returning how
+//! many packets it accepted: `rbx` walks the slots, `r12` holds their end,
+//! `r13` walks the wire lengths, `r14` counts (callee-saved registers,
+//! pushed and popped once per call). Each iteration of a program that
+//! loads packet bytes prefetches the first cache line of the packet
+//! `PREFETCH_AHEAD` slots further on, loads `rdi`/`rsi` (and `edx`) and
+//! runs the per-packet code (A, X, the scratch words read and the
+//! backward-jump budget are reset per packet; A and X only in programs
+//! that could see their initial zero), except that `ret #k` becomes
+//! `inc r14` (nothing for `ret #0`), `ret a` `neg eax; adc r14, 0`, then a
+//! jump to the shared tail moving to the next packet: jumps to `ret #0`
+//! and a failed bounds check go straight to that tail, and the `ret #0` at
+//! the end of a program have no code. The packets it counts are exactly
+//! those the per-packet function accepts, without a call or a stored
+//! verdict per packet.
 //!
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
 //!
@@ -54,6 +57,14 @@
 //! load followed by `jeq #k`/`jset #k` whose targets do not read A compares
 //! the packet bytes in memory with the constant byte-swapped to network
 //! order (`cmp word [rdi + 12], 0x0008`): no load into A, no byte swap.
+//! Jumps are emitted with 8-bit displacements and widened to 32 bits only
+//! where those do not fit (`Asm::finish`): the fewest long jumps possible.
+//!
+//! # Compile cost
+//!
+//! One analysis of the program ([`Plan`]), one emission, buffers reused
+//! from one compile to the next on a thread ([`Scratch`]): no allocation
+//! in the steady state.
 
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
@@ -118,17 +129,46 @@ fn fits_i8(v: i64) -> bool {
     (-128..=127).contains(&v)
 }
 
+/// A jump whose displacement is patched by [`Asm::finish`].
+#[derive(Clone, Copy, Debug)]
+struct Fixup {
+    /// Position of the displacement field.
+    at: usize,
+    /// The label jumped to.
+    label: usize,
+    /// 32-bit displacement (else 8-bit).
+    long: bool,
+}
+
 /// An x86-64 code buffer with forward/backward labels.
+///
+/// Jumps are emitted short (`jcc rel8`, `jmp rel8`); [`Asm::finish`]
+/// widens those whose displacement does not fit to `rel32`.
+#[derive(Default)]
 struct Asm {
     code: Vec<u8>,
     /// Code offset of each label (`usize::MAX` while unbound).
     labels: Vec<usize>,
-    /// (position of a rel32 field, its size (4; 1 once [`Asm::relax`]
-    /// shortened the jump), label) for every jump, in emission order.
-    fixups: Vec<(usize, u8, usize)>,
+    /// Every jump of the function being emitted, in emission order.
+    fixups: Vec<Fixup>,
+    /// The labels bound, in the order they were (their offsets never
+    /// decrease along it).
+    bound: Vec<usize>,
+    /// [`Asm::finish`]'s work list: (old start of a jump to widen, bytes
+    /// inserted up to and with it, bytes it grows by).
+    grown: Vec<(usize, usize, usize)>,
 }
 
 impl Asm {
+    /// Starts a function at the end of the code with `labels` fresh
+    /// labels (the code emitted before stays).
+    fn start(&mut self, labels: usize) {
+        self.labels.clear();
+        self.labels.resize(labels, usize::MAX);
+        self.fixups.clear();
+        self.bound.clear();
+    }
+
     fn byte(&mut self, b: u8) {
         self.code.push(b);
     }
@@ -217,97 +257,129 @@ impl Asm {
         }
     }
 
-    /// `jcc rel32` (shortened by [`Asm::relax`] where it fits).
+    /// `jcc` to `label` (rel8, widened by [`Asm::finish`] if needed).
     fn jcc(&mut self, cc: Cc, label: usize) {
-        self.bytes(&[0x0f, 0x80 | cc as u8]);
-        self.fixups.push((self.code.len(), 4, label));
-        self.imm32(0);
+        self.bytes(&[0x70 | cc as u8, 0]);
+        self.fixups.push(Fixup {
+            at: self.code.len() - 1,
+            label,
+            long: false,
+        });
     }
 
-    /// `jmp rel32` (shortened by [`Asm::relax`] where it fits).
+    /// `jmp` to `label` (rel8, widened by [`Asm::finish`] if needed).
     fn jmp(&mut self, label: usize) {
-        self.byte(0xe9);
-        self.fixups.push((self.code.len(), 4, label));
-        self.imm32(0);
+        self.bytes(&[0xeb, 0]);
+        self.fixups.push(Fixup {
+            at: self.code.len() - 1,
+            label,
+            long: false,
+        });
     }
 
     fn bind(&mut self, label: usize) {
         self.labels[label] = self.code.len();
+        self.bound.push(label);
     }
 
-    /// The displacement of the jump `(at, size, label)` (a fixup);
-    /// `None` if its label is unbound or out of 32-bit reach.
-    fn displacement(&self, (at, size, label): (usize, u8, usize)) -> Option<i64> {
-        let target = *self.labels.get(label)?;
+    /// The displacement of jump `f`; `None` if its label is unbound.
+    fn displacement(&self, f: Fixup) -> Option<i64> {
+        let target = *self.labels.get(f.label)?;
         if target == usize::MAX {
             return None;
         }
-        let rel = i64::try_from(target).ok()? - i64::try_from(at + usize::from(size)).ok()?;
-        i32::try_from(rel).ok().map(i64::from)
+        let end = f.at + if f.long { 4 } else { 1 };
+        Some(target as i64 - end as i64)
     }
 
-    /// Rewrites every jump whose displacement fits in 8 bits with a rel8
-    /// field (`jcc rel8`, `jmp rel8`), moving the code and labels after it.
-    /// Code only shrinks, so every displacement that fitted still fits:
-    /// the result is what emitting again with those jumps short would give.
-    fn relax(&mut self) -> Option<()> {
-        // (old end of a shortened jump, bytes removed up to and with it).
-        let mut cuts: Vec<(usize, usize)> = Vec::with_capacity(self.fixups.len());
-        let mut removed = 0;
-        // Old code is read at `read` and written at `read - removed`.
-        let mut read = 0;
-        for i in 0..self.fixups.len() {
-            let rel = self.displacement(self.fixups[i])?;
-            let fixup = &mut self.fixups[i];
-            let at = fixup.0;
-            if !fits_i8(rel) {
-                fixup.0 = at - removed;
-                continue;
+    /// Widens every short jump whose displacement does not fit in 8 bits
+    /// to `rel32` (`jcc` 2 → 6 bytes, `jmp` 2 → 5), moving the code and
+    /// labels after it, until all fit; then patches every jump. Code only
+    /// grows, so a jump found too far stays too far: the result has the
+    /// fewest long jumps any assignment could have. `None` if a label is
+    /// unbound or the code is too large for 32-bit displacements.
+    fn finish(&mut self) -> Option<()> {
+        loop {
+            self.grown.clear();
+            let mut added = 0;
+            for i in 0..self.fixups.len() {
+                let f = self.fixups[i];
+                if !f.long && !fits_i8(self.displacement(f)?) {
+                    let start = f.at - 1;
+                    let extra = if self.code[start] == 0xeb { 3 } else { 4 };
+                    added += extra;
+                    self.grown.push((start, added, extra));
+                }
             }
-            let jmp = *self.code.get(at.checked_sub(1)?)? == 0xe9;
-            let start = at - if jmp { 1 } else { 2 };
-            self.code.copy_within(read..start, read - removed);
-            let w = start - removed;
-            self.code[w] = if jmp { 0xeb } else { 0x70 | (self.code[at - 1] & 0x0f) };
-            *fixup = (w + 1, 1, fixup.2);
-            read = at + 4;
-            removed = read - (w + 2);
-            cuts.push((read, removed));
+            if added == 0 {
+                break;
+            }
+            self.widen(added);
         }
-        if removed == 0 {
-            return Some(());
+        if self.code.len() > i32::MAX as usize {
+            return None;
         }
-        let len = self.code.len();
-        self.code.copy_within(read..len, read - removed);
-        self.code.truncate(len - removed);
-        for label in &mut self.labels {
-            if *label != usize::MAX {
-                let i = cuts.partition_point(|&(end, _)| end <= *label);
-                *label -= i.checked_sub(1).map_or(0, |i| cuts[i].1);
+        for i in 0..self.fixups.len() {
+            let f = self.fixups[i];
+            let rel = self.displacement(f)?;
+            if f.long {
+                self.code
+                    .get_mut(f.at..f.at + 4)?
+                    .copy_from_slice(&(rel as i32).to_le_bytes());
+            } else {
+                *self.code.get_mut(f.at)? = rel as i8 as u8;
             }
         }
         Some(())
     }
 
-    /// Shortens the jumps that fit ([`Asm::relax`]) and patches every jump;
-    /// `None` if a displacement does not fit.
-    fn finish(mut self) -> Option<Vec<u8>> {
-        if self.code.len() > i32::MAX as usize {
-            return None;
-        }
-        self.relax()?;
-        for i in 0..self.fixups.len() {
-            let (at, size, _) = self.fixups[i];
-            let rel = self.displacement(self.fixups[i])?;
-            if size == 1 {
-                *self.code.get_mut(at)? = i8::try_from(rel).ok()? as u8;
+    /// Rewrites the jumps listed in `self.grown` as `rel32` jumps (`added`
+    /// bytes in all), moving the code, labels and jump fields after each.
+    fn widen(&mut self, added: usize) {
+        let old_len = self.code.len();
+        self.code.resize(old_len + added, 0);
+        // From the last jump back: the code after a jump moves by
+        // everything inserted up to and with it.
+        let mut end = old_len;
+        for &(start, upto, extra) in self.grown.iter().rev() {
+            self.code.copy_within(start + 2..end, start + 2 + upto);
+            let (op, at) = (self.code[start], start + upto - extra);
+            if op == 0xeb {
+                self.code[at] = 0xe9;
             } else {
-                self.code
-                    .get_mut(at..at + 4)?
-                    .copy_from_slice(&(rel as i32).to_le_bytes());
+                self.code[at..at + 2].copy_from_slice(&[0x0f, 0x80 | (op & 0x0f)]);
+            }
+            end = start;
+        }
+        // Labels and jump fields (in ascending order both) move by the
+        // bytes inserted before them (none lies inside a widened jump).
+        let grown = &self.grown;
+        let (mut g, mut shift) = (0, 0);
+        for &label in &self.bound {
+            let p = &mut self.labels[label];
+            while g < grown.len() && grown[g].0 < *p {
+                shift = grown[g].1;
+                g += 1;
+            }
+            *p += shift;
+        }
+        let (mut g, mut shift) = (0, 0);
+        for f in &mut self.fixups {
+            // The jump's first byte if short; a byte inside it if long.
+            let start = f.at - 1;
+            while g < grown.len() && grown[g].0 < start {
+                shift = grown[g].1;
+                g += 1;
+            }
+            match grown.get(g) {
+                Some(&(at, upto, extra)) if at == start && !f.long => {
+                    // Widened: it starts `upto - extra` bytes further on.
+                    f.at = start + upto - extra + if extra == 3 { 1 } else { 2 };
+                    f.long = true;
+                }
+                _ => f.at += shift,
             }
         }
-        Some(self.code)
     }
 }
 
@@ -352,14 +424,15 @@ fn is_packet_load(code: u16) -> bool {
 }
 
 /// For each instruction, whether A's value on entry may be read before it
-/// is overwritten (conservatively true in programs with backward jumps).
-fn a_live_in(prog: &[Insn], has_backward: bool) -> Vec<bool> {
+/// is overwritten (conservatively true in programs with backward jumps),
+/// into `live` (`prog.len() + 1` entries: the last is the end).
+fn a_live_in(prog: &[Insn], has_backward: bool, live: &mut Vec<bool>) {
     let len = prog.len();
-    let mut live = vec![has_backward; len + 1];
+    live.clear();
+    live.resize(len + 1, has_backward);
     if has_backward {
-        return live;
+        return;
     }
-    live[len] = false;
     for pc in (0..len).rev() {
         let c = prog[pc].code;
         let next = live[pc + 1];
@@ -373,28 +446,32 @@ fn a_live_in(prog: &[Insn], has_backward: bool) -> Vec<bool> {
             _ => c & 0xf8 == TAX,
         };
     }
-    live
 }
 
 /// For each instruction, a captured length the packet is known to have
 /// when the instruction runs: every path to it passed an absolute load (or
 /// `ldx 4*([k]&0xf)`) ending at or beyond that length, whose bounds check
 /// would otherwise have rejected the packet. Loads ending within it need no
-/// check. All zeros in programs with backward jumps.
-fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
+/// check. All zeros in programs with backward jumps. Into `known`.
+fn known_lengths(prog: &[Insn], has_backward: bool, known: &mut Vec<u64>) {
+    /// No path reaches the instruction (yet); lengths are below 2^34.
+    const UNREACHED: u64 = u64::MAX;
     let len = prog.len();
+    known.clear();
+    known.resize(len, if has_backward { 0 } else { UNREACHED });
     if has_backward {
-        return vec![0; len];
+        return;
     }
-    // None: no path reaches the instruction (yet).
-    let mut known: Vec<Option<u64>> = vec![None; len];
     if let Some(first) = known.first_mut() {
-        *first = Some(0);
+        *first = 0;
     }
     for pc in 0..len {
         let insn = prog[pc];
         let c = insn.code;
-        let k_in = known[pc].unwrap_or(0);
+        if known[pc] == UNREACHED {
+            known[pc] = 0;
+        }
+        let k_in = known[pc];
         let abs_end = if c & 0x07 == LD && c & 0xe0 == ABS && is_packet_load(c) {
             Some(u64::from(insn.k) + u64::from(Width::of(c).bytes()))
         } else if c == LDX | B | MSH {
@@ -405,7 +482,7 @@ fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
         let out = abs_end.map_or(k_in, |end| k_in.max(end));
         let mut flow = |to: usize| {
             if let Some(slot) = known.get_mut(to) {
-                *slot = Some(slot.map_or(out, |v| v.min(out)));
+                *slot = (*slot).min(out);
             }
         };
         match c & 0x07 {
@@ -420,18 +497,60 @@ fn known_lengths(prog: &[Insn], has_backward: bool) -> Vec<u64> {
             _ => flow(pc + 1),
         }
     }
-    known.into_iter().map(|k| k.unwrap_or(0)).collect()
 }
 
-/// Compiles a program that `sift_bpf::interp::Program::new` accepted:
-/// `(per-packet function, batch function)` (see the module
-/// documentation), from one analysis of the program. Each is emitted in
-/// one pass with 32-bit jumps everywhere, then shortened to 8-bit jumps
-/// where the displacement fits (`Asm::finish`). `None` only if the code
-/// would be too large for 32-bit jumps.
-pub(crate) fn compile_both(prog: &[Insn]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let plan = Plan::new(prog)?;
-    Some((emit(prog, &plan, false).finish()?, emit(prog, &plan, true).finish()?))
+/// What [`compile`] reuses from one call to the next on a thread (no
+/// allocation once the buffers have grown to the size of the programs
+/// compiled).
+#[derive(Default)]
+struct Scratch {
+    asm: Asm,
+    plan: Plan,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
+
+/// What [`compile`] hands to its `install` function.
+pub(crate) struct Compiled<'a> {
+    /// The machine code.
+    pub(crate) code: &'a [u8],
+    /// Whether the program reads the wire length (the count function
+    /// then reads the wire lengths it is given).
+    pub(crate) reads_len: bool,
+    /// Whether the program loads packet bytes.
+    pub(crate) reads_packet: bool,
+}
+
+/// Scratch buffers larger than this (bytes of code) are not kept.
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+/// Compiles a program that `sift_bpf::interp::Program::new` accepted: the
+/// per-packet function, or with `count` the count function (see the
+/// module documentation), and hands it to `install`. Jumps are emitted
+/// short and widened where they do not fit (`Asm::finish`). `None` only if
+/// the code would be too large for 32-bit jumps.
+pub(crate) fn compile<R>(prog: &[Insn], count: bool, install: impl FnOnce(Compiled<'_>) -> R) -> Option<R> {
+    let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
+    let Scratch { asm, plan } = &mut scratch;
+    let done = plan.fill(prog).and_then(|()| {
+        asm.code.clear();
+        asm.code.reserve(prog.len() * 12 + 96);
+        emit(prog, plan, count, asm);
+        asm.finish()
+    });
+    let done = done.map(|()| {
+        install(Compiled {
+            code: &asm.code,
+            reads_len: plan.reads_len,
+            reads_packet: plan.reads_packet,
+        })
+    });
+    if scratch.asm.code.capacity() <= SCRATCH_KEEP {
+        SCRATCH.with(|s| s.set(Some(scratch)));
+    }
+    done
 }
 
 /// Whether an instruction with opcode `code` reads the X register.
@@ -447,7 +566,14 @@ fn reads_x_register(code: u16) -> bool {
     }
 }
 
-/// What emitting `prog` needs to know about it.
+/// Whether the instruction returns 0 (`ret #0`).
+fn is_ret0(insn: Insn) -> bool {
+    insn.code == RET | K && insn.k == 0
+}
+
+/// What emitting `prog` needs to know about it (its vectors are reused,
+/// see [`Scratch`]).
+#[derive(Default)]
 struct Plan {
     has_backward: bool,
     /// Scratch words read (bit `k` for `M[k]`): zeroed on entry.
@@ -459,27 +585,37 @@ struct Plan {
     /// Whether any instruction reads X (else it needs no zero on entry).
     reads_x: bool,
     /// Whether the program reads the wire length (`ld`/`ldx len`; else the
-    /// batch function does not load it).
+    /// count function does not load it).
     reads_len: bool,
-    /// Whether the program loads packet bytes (else the batch function
+    /// Whether the program loads packet bytes (else the count function
     /// prefetches nothing).
     reads_packet: bool,
+    /// Whether each instruction is a jump target (and the end).
+    is_target: Vec<bool>,
+    /// Whether A is live on entry to each instruction (and the end).
+    live: Vec<bool>,
     /// Bytes known to be captured before each instruction.
     known: Vec<u64>,
-    /// fused[pc]: the load at pc compares raw bytes for the jump at pc + 1.
+    /// `fused[pc]`: the load at pc compares raw bytes for the jump at pc + 1.
     fused: Vec<bool>,
     /// Whether the instruction at pc has code of its own.
     emitted: Vec<bool>,
-    /// next_emitted[pc]: the first emitted instruction after pc (or reject).
+    /// `next_emitted[pc]`: the first emitted instruction after pc (or reject).
     next_emitted: Vec<usize>,
+    /// The first instruction from which every emitted one is `ret #0` (the
+    /// program's length if the last is not): the count function has no
+    /// code for them.
+    quiet_tail: usize,
 }
 
 impl Plan {
-    /// `None` if a jump leaves the program.
-    fn new(prog: &[Insn]) -> Option<Plan> {
+    /// Analyses `prog`; `None` if a jump leaves the program.
+    fn fill(&mut self, prog: &[Insn]) -> Option<()> {
         let len = prog.len();
         let reject = len;
-        let mut is_target = vec![false; len + 1];
+        self.is_target.clear();
+        self.is_target.resize(len + 1, false);
+        let is_target = &mut self.is_target;
         let mut has_backward = false;
         let mut mem_read = 0u16;
         let mut uses_div = false;
@@ -507,81 +643,107 @@ impl Plan {
                 _ => {}
             }
         }
-        let live = a_live_in(prog, has_backward);
-        let known = known_lengths(prog, has_backward);
-        let mut fused = vec![false; len];
+        a_live_in(prog, has_backward, &mut self.live);
+        known_lengths(prog, has_backward, &mut self.known);
+        let live = &self.live;
+        self.fused.clear();
+        self.fused.resize(len, false);
         for pc in 0..len.saturating_sub(1) {
             let (l, j) = (prog[pc], prog[pc + 1]);
             if !is_packet_load(l.code) || !(j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
                 continue;
             }
             let (t, f) = cond_targets(pc + 1, j);
-            let fits =
-                j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
+            let fits = j.code == JMP | JSET | K
+                || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
             if fits && !live[t] && !live[f] {
-                fused[pc] = true;
+                self.fused[pc] = true;
             }
         }
-        let emitted: Vec<bool> = (0..len)
-            .map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1])
-            .collect();
-        let mut next_emitted = vec![reject; len];
+        let (is_target, fused) = (&self.is_target, &self.fused);
+        self.emitted.clear();
+        self.emitted
+            .extend((0..len).map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1]));
+        self.next_emitted.clear();
+        self.next_emitted.resize(len, reject);
         let mut following = reject;
+        self.quiet_tail = len;
+        let mut quiet = true;
         for pc in (0..len).rev() {
-            next_emitted[pc] = following;
-            if emitted[pc] {
+            self.next_emitted[pc] = following;
+            if self.emitted[pc] {
                 following = pc;
+                quiet &= is_ret0(prog[pc]);
+                if quiet {
+                    self.quiet_tail = pc;
+                }
             }
         }
-        let reads_a_first = live[0];
-        Some(Plan {
-            has_backward,
-            mem_read,
-            uses_div,
-            reads_a_first,
-            reads_x,
-            reads_len,
-            reads_packet,
-            known,
-            fused,
-            emitted,
-            next_emitted,
-        })
+        self.has_backward = has_backward;
+        self.mem_read = mem_read;
+        self.uses_div = uses_div;
+        self.reads_a_first = live[0];
+        self.reads_x = reads_x;
+        self.reads_len = reads_len;
+        self.reads_packet = reads_packet;
+        Some(())
     }
 }
 
-/// Emits the code for `prog` (jump fields unpatched): the per-packet
-/// function, or with `batch` the batch function (module documentation).
-fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
+/// Emits the code for `prog` at the end of `asm` (jump fields unpatched):
+/// the per-packet function, or with `count` the count function (module
+/// documentation).
+fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
     let len = prog.len();
     let reject = len;
-    // Batch function only: where a verdict in `eax` is stored, the loop
-    // top, the exit.
-    let (store, top, done) = (len + 1, len + 2, len + 3);
-    let Plan { has_backward, mem_read, uses_div, ref known, ref fused, ref emitted, ref next_emitted, .. } = *plan;
-    let mut asm = Asm {
-        code: Vec::with_capacity(len * 12 + 96),
-        labels: vec![usize::MAX; len + 4],
-        fixups: Vec::with_capacity(2 * len),
+    // Count function only: the end of a packet's run (where the next one
+    // starts), the loop top, the exit.
+    let (tail, top, done) = (len + 1, len + 2, len + 3);
+    let Plan {
+        has_backward,
+        mem_read,
+        uses_div,
+        quiet_tail,
+        ..
+    } = *plan;
+    let (known, fused, emitted, next_emitted) =
+        (&plan.known, &plan.fused, &plan.emitted, &plan.next_emitted);
+    asm.start(len + 4);
+    // In the count function a jump to `ret #0` goes to the tail, and the
+    // `ret #0` instructions at the end have no code.
+    let to = |t: usize| {
+        if count && prog.get(t).is_some_and(|&i| is_ret0(i)) {
+            tail
+        } else {
+            t
+        }
     };
-    if batch {
-        asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x55]); // push rbx; push r12; push r13
+    if count {
+        // push rbx; push r12; push r14 (and r13 for the wire lengths)
+        asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
+        if plan.reads_len {
+            asm.bytes(&[0x41, 0x55]);
+        }
         asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
-        asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (out)
-        asm.bytes(&[0x4c, 0x8d, 0x24, 0xb2]); // lea r12, [rdx + 4 * rsi] (out end)
+        asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
+        asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
+        asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
+        if plan.reads_len {
+            asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire length)
+        }
         asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
         asm.jcc(Cc::E, done);
         asm.bind(top);
         asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
         asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
         if plan.reads_len {
-            asm.bytes(&[0x8b, 0x53, 0x10]); // mov edx, [rbx + 16] (wire length)
+            asm.bytes(&[0x41, 0x8b, 0x55, 0x00]); // mov edx, [r13] (wire length)
         }
         if plan.reads_packet {
             // mov rax, [rbx + slot size * PREFETCH_AHEAD] (the packet
             // PREFETCH_AHEAD slots further on); prefetcht0 [rax]
             asm.bytes(&[0x48, 0x8b, 0x83]);
-            asm.imm32(BATCH_SLOT_SIZE as u32 * crate::PREFETCH_AHEAD as u32);
+            asm.imm32(SLOT_SIZE as u32 * crate::PREFETCH_AHEAD as u32);
             asm.bytes(&[0x0f, 0x18, 0x08]);
         }
     }
@@ -611,33 +773,35 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         asm.mov_ri(R11, sift_bpf::interp::MAX_BACKWARD_JUMPS);
     }
 
-    for pc in 0..len {
+    let end = if count { quiet_tail } else { len };
+    for pc in 0..end {
         if !emitted[pc] {
             continue;
         }
         asm.bind(pc);
         let insn = prog[pc];
         let (c, k) = (insn.code, insn.k);
-        let next = next_emitted[pc];
+        let next = if next_emitted[pc] >= end {
+            if count {
+                tail
+            } else {
+                reject
+            }
+        } else {
+            next_emitted[pc]
+        };
         match c & 0x07 {
             LD if is_packet_load(c) => {
                 let width = Width::of(c);
-                let m = packet_operand(
-                    &mut asm,
-                    c & 0xe0 == IND,
-                    k,
-                    width.bytes(),
-                    known[pc],
-                    reject,
-                );
+                let m = packet_operand(asm, c & 0xe0 == IND, k, width.bytes(), known[pc], reject);
                 if fused[pc] {
                     let j = prog[pc + 1];
                     let (t, f) = cond_targets(pc + 1, j);
                     let is_eq = j.code & 0xf0 == JEQ;
-                    raw_compare(&mut asm, width, m, j.k, is_eq);
-                    branch(&mut asm, if is_eq { Cc::E } else { Cc::Ne }, t, f, next);
+                    raw_compare(asm, width, m, j.k, is_eq);
+                    branch(asm, if is_eq { Cc::E } else { Cc::Ne }, to(t), to(f), next);
                 } else {
-                    load_a(&mut asm, width, m);
+                    load_a(asm, width, m);
                 }
             }
             LD => match c & 0xe0 {
@@ -649,7 +813,7 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
                 LEN => asm.mov_rr(RCX, wire),
                 MEM => asm.op_mem(None, false, &[0x8b], RCX, scratch(k)),
                 MSH => {
-                    let m = packet_operand(&mut asm, false, k, 1, known[pc], reject);
+                    let m = packet_operand(asm, false, k, 1, known[pc], reject);
                     asm.op_mem(None, false, &[0x0f, 0xb6], RCX, m); // movzx ecx, byte [m]
                     asm.alu_ri(false, 4, RCX, 0xf);
                     asm.op_rr(None, false, &[0xc1], 4, RCX); // shl ecx, 2
@@ -659,31 +823,38 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
             },
             ST => asm.op_mem(None, false, &[0x89], RAX, scratch(k)),
             STX => asm.op_mem(None, false, &[0x89], RCX, scratch(k)),
-            ALU => alu(&mut asm, c, k, reject),
+            ALU => alu(asm, c, k, reject),
             JMP if c & 0xf0 == JA => {
                 let t = ja_target(pc, insn);
                 if t <= pc {
                     asm.alu_ri(false, 5, R11, 1); // sub r11d, 1
                     asm.jcc(Cc::B, reject);
-                    asm.jmp(t);
-                } else if t != next {
-                    asm.jmp(t);
+                    asm.jmp(to(t));
+                } else if to(t) != next {
+                    asm.jmp(to(t));
                 }
             }
             JMP => {
                 let (t, f) = cond_targets(pc, insn);
-                let cc = compare_a(&mut asm, c, k);
-                branch(&mut asm, cc, t, f, next);
+                let cc = compare_a(asm, c, k);
+                branch(asm, cc, to(t), to(f), next);
+            }
+            RET if count => {
+                if c & 0x18 == A {
+                    asm.bytes(&[0xf7, 0xd8]); // neg eax (CF: A != 0)
+                    asm.bytes(&[0x49, 0x83, 0xd6, 0x00]); // adc r14, 0
+                } else if k != 0 {
+                    asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
+                }
+                if next != tail {
+                    asm.jmp(tail);
+                }
             }
             RET => {
                 if c & 0x18 != A {
                     asm.mov_ri(RAX, k);
                 }
-                if batch {
-                    asm.jmp(store);
-                } else {
-                    asm.byte(0xc3);
-                }
+                asm.byte(0xc3);
             }
             _ => {
                 if c & 0xf8 == TAX {
@@ -695,25 +866,29 @@ fn emit(prog: &[Insn], plan: &Plan, batch: bool) -> Asm {
         }
     }
     asm.bind(reject);
-    asm.mov_ri(RAX, 0);
-    if !batch {
+    if !count {
+        asm.mov_ri(RAX, 0);
         asm.byte(0xc3);
-        return asm;
+        return;
     }
-    asm.bind(store);
-    asm.bytes(&[0x41, 0x89, 0x45, 0x00]); // mov [r13], eax
-    asm.bytes(&[0x48, 0x83, 0xc3, BATCH_SLOT_SIZE]); // add rbx, slot size
-    asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
-    asm.bytes(&[0x4d, 0x39, 0xe5]); // cmp r13, r12
+    asm.bind(tail);
+    asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
+    if plan.reads_len {
+        asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
+    }
+    asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
     asm.jcc(Cc::Ne, top);
     asm.bind(done);
-    asm.bytes(&[0x41, 0x5d, 0x41, 0x5c, 0x5b, 0xc3]); // pop r13; pop r12; pop rbx; ret
-    asm
+    asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
+    if plan.reads_len {
+        asm.bytes(&[0x41, 0x5d]); // pop r13
+    }
+    asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
 }
 
-/// The size of a batch slot (`exec::Slot`: pointer, captured length, wire
-/// length, padding).
-pub(crate) const BATCH_SLOT_SIZE: u8 = 24;
+/// The size of a slot of the count function (`exec::Slot`: packet
+/// pointer, captured length; 16 bytes: a copy of the slice's two words).
+pub(crate) const SLOT_SIZE: u8 = 16;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
 /// `indexed`; none for an absolute load ending within `known`, see
@@ -985,10 +1160,21 @@ mod tests {
 
     fn asm() -> Asm {
         Asm {
-            code: Vec::new(),
             labels: vec![usize::MAX; 1],
-            fixups: Vec::new(),
+            ..Asm::default()
         }
+    }
+
+    fn known(p: &[Insn], has_backward: bool) -> Vec<u64> {
+        let mut v = Vec::new();
+        known_lengths(p, has_backward, &mut v);
+        v
+    }
+
+    fn live(p: &[Insn], has_backward: bool) -> Vec<bool> {
+        let mut v = Vec::new();
+        a_live_in(p, has_backward, &mut v);
+        v
     }
 
     #[test]
@@ -1006,7 +1192,8 @@ mod tests {
         a.jcc(Cc::Ne, 2); // short, backward (to itself)
         a.jmp(1); // long, backward
         a.byte(0xc3);
-        let code = a.finish().expect("fits");
+        a.finish().expect("fits");
+        let code = a.code;
         let mut want = vec![0x90, 0x74, 0x01, 0x90, 0xe9, 200, 0, 0, 0];
         want.extend([0x90; 200]);
         // jne rel8 from 211 back to 209; jmp rel32 from 216 back to 4.
@@ -1100,15 +1287,15 @@ mod tests {
             Insn::stmt(LDX | B | MSH, 14),          // 6: 24
             Insn::stmt(RET | K, 1),                 // 7: 24
         ];
-        assert_eq!(known_lengths(&p, false), [0, 14, 14, 24, 14, 14, 24, 24]);
-        assert_eq!(known_lengths(&p, true), [0; 8]);
+        assert_eq!(known(&p, false), [0, 14, 14, 24, 14, 14, 24, 24]);
+        assert_eq!(known(&p, true), [0; 8]);
         // div #0 ends the run: nothing flows to the next instruction.
         let q = [
             Insn::stmt(LD | W | ABS, 100),
             Insn::stmt(ALU | DIV | K, 0),
             Insn::stmt(RET | A, 0),
         ];
-        assert_eq!(known_lengths(&q, false), [0, 104, 0]);
+        assert_eq!(known(&q, false), [0, 104, 0]);
     }
 
     #[test]
@@ -1119,7 +1306,7 @@ mod tests {
             Insn::stmt(RET | K, 1),
             Insn::stmt(RET | A, 0),
         ];
-        assert_eq!(a_live_in(&p, false), [false, true, false, true, false]);
-        assert_eq!(a_live_in(&p, true), [true; 5]);
+        assert_eq!(live(&p, false), [false, true, false, true, false]);
+        assert_eq!(live(&p, true), [true; 5]);
     }
 }

@@ -2,7 +2,8 @@
 //! TESTrun accept corpus, the installed tcpdump 4.99.3 (libpcap 1.10.3)
 //! prints the program with `-ddd`, unoptimized (`-O`) and optimized; the JIT
 //! must agree with `sift_bpf::interp` on random packets (structured Ethernet
-//! frames, raw IP packets and random bytes, truncated at many lengths).
+//! frames, raw IP packets and random bytes, truncated at many lengths), one
+//! packet at a time and counting them all (`count_matches`).
 //! These programs include shapes sift's code generator never emits
 //! (`protochain`'s backward `ja`, scratch reads before writes, long
 //! programs). Without tcpdump or the corpus the test prints a notice and
@@ -105,13 +106,19 @@ fn tcpdump_programs_agree_with_the_interpreter() {
                             if prog.iter().any(|i| i.code == 0x05 && (i.k as i32) < 0) {
                                 backward += 1;
                             }
+                            let mut accepted = 0;
                             for (data, wire) in &packets {
+                                let want = interp.run(data, *wire);
                                 assert_eq!(
                                     jit.run(data, *wire),
-                                    interp.run(data, *wire),
+                                    want,
                                     "{dlt} {expr:?} (optimize {optimize})\npacket {data:02x?} wire {wire}"
                                 );
+                                accepted += u64::from(want != 0);
                             }
+                            // The count function agrees.
+                            let counted = jit.count_matches(&packets, |(d, w)| (&d[..], *w));
+                            assert_eq!(counted, accepted, "{dlt} {expr:?} (optimize {optimize}): count");
                             programs += 1;
                             runs += packets.len();
                         }

@@ -3,9 +3,11 @@
 //! packet. Programs use every opcode (div/mod/shift by X, indexed loads with
 //! huge X, `ldx 4*([k]&0xf)`, scratch memory, `ld #len`), packets are short
 //! random byte strings with random wire lengths. Each program also runs
-//! through the batch entry point (`JitFilter::run_batch`: the batch
-//! function; the packets of a program twice over, a full chunk and a
-//! partial one), which must agree with the per-packet function.
+//! through the batch entry point (`JitFilter::count_matches`: the count
+//! function; each packet alone, a chunk of copies of it, and the packets
+//! of a program five times over: full chunks, a sliding window, a partial
+//! chunk), which must accept exactly the packets the per-packet function
+//! accepts.
 //!
 //! Two families: programs that pass the kernel validator
 //! (`sift_bpf::validate`, at least 50,000 of them), and programs only the
@@ -227,29 +229,31 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
         return false;
     };
     let jit = JitFilter::from_program(prog).expect("the JIT accepts what the interpreter accepts");
-    // The batch entry point (the batch function, in chunks of
-    // `sift_jit::BATCH`, its window sliding past them) must give the
-    // per-packet function's verdicts. The packets five times: full chunks,
-    // slides of the window, a partial chunk at the end.
-    let batch: Vec<(&[u8], u32)> = (0..5).flat_map(|_| packets).map(|(d, w)| (&d[..], *w)).collect();
-    let mut batched = vec![u32::MAX; batch.len()];
-    jit.run_batch(&batch, &mut batched);
-    let (first, rest) = batched.split_at(packets.len());
-    for again in rest.chunks(packets.len()) {
-        assert_eq!(first, again, "batch: program {prog:?}");
-    }
-    for ((data, wire), &in_batch) in packets.iter().zip(first) {
+    // The count function (`count_matches`, in chunks of `sift_jit::BATCH`,
+    // its window sliding past them) must accept exactly the packets the
+    // per-packet function accepts: each packet alone (a chunk of copies),
+    // and the packets five times over (full chunks, slides of the window,
+    // a partial chunk at the end).
+    let five: Vec<&(Vec<u8>, u32)> = (0..5).flat_map(|_| packets).collect();
+    let counted = jit.count_matches(&five, |p| (&p.0[..], p.1));
+    let mut accepted = 0;
+    for item in packets {
+        let (data, wire) = item;
         let want = interp.run(data, *wire);
         let got = jit.run(data, *wire);
         assert_eq!(
             got, want,
             "program {prog:?}\npacket {data:02x?} wire {wire}"
         );
+        let alone = jit.count_matches(&[item; sift_jit::BATCH], |p| (&p.0[..], p.1));
         assert_eq!(
-            in_batch, want,
-            "batch: program {prog:?}\npacket {data:02x?} wire {wire}"
+            alone,
+            sift_jit::BATCH as u64 * u64::from(want != 0),
+            "count: program {prog:?}\npacket {data:02x?} wire {wire}"
         );
+        accepted += u64::from(want != 0);
     }
+    assert_eq!(counted, 5 * accepted, "count: program {prog:?}");
     true
 }
 

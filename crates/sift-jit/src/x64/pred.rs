@@ -519,8 +519,7 @@ fn emit(pred: &Pred, accept: u32) -> Option<Asm> {
     let mut cx = Ctx {
         asm: Asm {
             code: Vec::with_capacity(256),
-            labels: Vec::new(),
-            fixups: Vec::new(),
+            ..Asm::default()
         },
         reject: 0,
         known: 0,
@@ -550,5 +549,7 @@ fn emit(pred: &Pred, accept: u32) -> Option<Asm> {
 /// 0 when it does not or evaluation aborts. `None`: too deep or too many
 /// registers needed.
 pub(crate) fn compile(pred: &Pred, accept: u32) -> Option<Vec<u8>> {
-    emit(pred, accept)?.finish()
+    let mut asm = emit(pred, accept)?;
+    asm.finish()?;
+    Some(asm.code)
 }

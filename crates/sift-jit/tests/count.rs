@@ -1,0 +1,150 @@
+//! The count function (`JitFilter::count_matches`) accepts exactly the
+//! packets the per-packet function accepts (and the interpreter): for
+//! filters compiled from expressions, reading packets or the wire length
+//! or neither, constant ones; on every truncation of full frames, empty
+//! input, one packet (alone, and a batch of copies), and counts on either
+//! side of the batch size and of the prefetch window. The count function
+//! is compiled by the first count of at least a batch.
+
+use sift_bpf::codegen::{compile, CodegenOptions};
+use sift_bpf::interp::Program;
+use sift_ir::{LinkType, LowerOptions};
+use sift_jit::{JitFilter, BATCH, PREFETCH_AHEAD};
+use sift_testkit::{packets, Rng};
+
+const EXPRS: &[&str] = &[
+    "",
+    "ip",
+    "tcp",
+    "icmp",
+    "tcp port 5555",
+    "host 178.79.150.233",
+    "ip and (not tcp port (80 or 25 or 143) and not ip host (192.168.2.1 or 192.168.2.14))",
+    "greater 100",
+    "len > 60 and udp",
+    "ip[0] & 0xf > 5",
+    "tcp[13] & 2 != 0",
+    "ip6 and tcp",
+    "ether[0] = 1 and ether[0] = 2",
+];
+
+/// (captured bytes, wire length): every truncation of a few full frames,
+/// random bytes, and tiny packets.
+fn test_packets() -> Vec<(Vec<u8>, u32)> {
+    let mut rng = Rng::new(11);
+    let mut out = Vec::new();
+    for lt in [
+        LinkType::EN10MB,
+        LinkType::EN10MB,
+        LinkType::EN10MB,
+        LinkType::RAW,
+    ] {
+        let frame = packets::full_frame(&mut rng, lt);
+        for cut in 0..=frame.len().min(90) {
+            out.push((frame[..cut].to_vec(), frame.len() as u32));
+        }
+    }
+    for _ in 0..100 {
+        out.push(packets::random_packet(&mut rng, LinkType::EN10MB));
+    }
+    for n in 0..5 {
+        out.push((rng.bytes(n), rng.next_u32()));
+    }
+    out
+}
+
+#[test]
+fn count_matches_agrees_with_the_per_packet_function() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let packets = test_packets();
+    let opts = LowerOptions {
+        linktype: LinkType::EN10MB,
+        ..LowerOptions::default()
+    };
+    for expr in EXPRS {
+        let ast = sift_syntax::parse(expr).expect("parses");
+        let pred = sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"));
+        let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
+        let interp = Program::new(&prog).expect("runnable");
+        let jit = JitFilter::from_program(&prog).expect("jit");
+        let direct = JitFilter::from_pred(&pred).expect("jit");
+        // A program starting with `ret` has no code.
+        let constant = prog[0].code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K;
+        assert_eq!(jit.count_code_bytes().is_empty(), constant, "{expr:?}");
+        assert!(direct.count_code_bytes().is_empty());
+        let accepts = |p: &(Vec<u8>, u32)| interp.run(&p.0, p.1) != 0;
+        for f in [&jit, &direct] {
+            for (data, wire) in &packets {
+                assert_eq!(
+                    f.run(data, *wire),
+                    interp.run(data, *wire),
+                    "{expr:?} {data:02x?}"
+                );
+            }
+            // Empty input; each packet alone, and in a batch of copies;
+            // every count around the batch size and the prefetch window,
+            // from several starts.
+            assert_eq!(
+                f.count_matches(&[] as &[(Vec<u8>, u32)], |p| (&p.0, p.1)),
+                0
+            );
+            for p in &packets {
+                assert_eq!(
+                    f.count_matches(std::slice::from_ref(p), |p| (&p.0, p.1)),
+                    u64::from(accepts(p))
+                );
+                assert_eq!(
+                    f.count_matches(&[p; BATCH], |p| (&p.0, p.1)),
+                    BATCH as u64 * u64::from(accepts(p)),
+                    "{expr:?} {p:02x?}"
+                );
+            }
+            let sizes = [
+                1,
+                2,
+                BATCH - 1,
+                BATCH,
+                BATCH + 1,
+                PREFETCH_AHEAD + BATCH,
+                2 * BATCH + PREFETCH_AHEAD + 3,
+            ];
+            for start in [0, 7, 100] {
+                for n in sizes.into_iter().chain([packets.len() - start]) {
+                    let Some(items) = packets.get(start..start + n) else {
+                        continue;
+                    };
+                    let want = items.iter().filter(|p| accepts(p)).count() as u64;
+                    assert_eq!(
+                        f.count_matches(items, |p| (&p.0, p.1)),
+                        want,
+                        "{expr:?} [{start}..+{n}]"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A filter whose program starts with `ret` has no code: it runs nothing,
+/// and counts without looking at the packets.
+#[test]
+fn constant_filters_have_no_code() {
+    use sift_bpf::insn::op::*;
+    use sift_bpf::Insn;
+    let packets = test_packets();
+    for k in [0u32, 1, 262_144] {
+        let f = JitFilter::from_program(&[Insn::stmt(RET | K, k), Insn::stmt(RET | K, 5)])
+            .expect("jit");
+        assert_eq!(f.code_size(), 0);
+        assert_eq!(f.run(&[1, 2, 3], 3), k);
+        let n = f.count_matches(&packets, |_| {
+            unreachable!("a constant filter reads no packet")
+        });
+        assert_eq!(n, if k != 0 { packets.len() as u64 } else { 0 });
+        let mut out = vec![7; 3];
+        f.run_batch(&[(&[][..], 0), (&[1][..], 1)], &mut out);
+        assert_eq!(out, [k, k, 7]);
+    }
+}
