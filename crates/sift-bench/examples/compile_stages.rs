@@ -1,9 +1,14 @@
 //! Where compile time goes, stage by stage, for the standard filters (or
 //! the named ones): parse, lower, IR optimizer, cBPF code generation
 //! (+ cBPF optimizer + validation), JIT of the cBPF program (code
-//! generation + installing the pages), unmapping the code (`drop`), next
-//! to the whole `sift::Filter::with_engine` and libpcap's `pcap_compile`
-//! with its optimizer.
+//! generation + installing the pages), the JIT's count function (`count`:
+//! compiled on a filter's first `count_matches` of at least
+//! `sift_jit::BATCH` packets), erasing the code (`drop`), next to the
+//! whole `sift::Filter::with_engine` (`total`), the same followed by a
+//! first `count_matches` over `BATCH` empty packets, which compiles the
+//! count function (`+count`: the compile time of a filter used through
+//! the batch entry point), and libpcap's `pcap_compile` with its
+//! optimizer.
 //!
 //! Each stage runs in batches of back-to-back calls on its prepared input
 //! (result dropped inside the batch), timed with the thread CPU clock
@@ -56,8 +61,8 @@ fn main() {
     let lopts = sift_ir::LowerOptions { savefile: true, ..Default::default() };
     let copts = sift_bpf::codegen::CodegenOptions::default();
     println!(
-        "{:<17} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "filter", "parse", "lower", "optimize", "codegen", "jit", "drop", "total", "libpcap"
+        "{:<17} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "filter", "parse", "lower", "optimize", "codegen", "jit", "count", "drop", "total", "+count", "libpcap"
     );
     for f in standard_filters() {
         if !names.is_empty() && !names.iter().any(|n| **n == f.name) {
@@ -70,7 +75,8 @@ fn main() {
         // Batch size: ~0.2 ms of the whole compile.
         let whole = per_call(1, || drop(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)));
         let batch = (200_000 / whole.max(1)).clamp(1, 10_000);
-        let mut t: Vec<Vec<u64>> = (0..7).map(|_| Vec::with_capacity(n)).collect();
+        let empty: [(&[u8], u32); sift_jit::BATCH] = [(&[], 0); sift_jit::BATCH];
+        let mut t: Vec<Vec<u64>> = (0..9).map(|_| Vec::with_capacity(n)).collect();
         for _ in 0..n {
             t[0].push(per_call(batch, || drop(std::hint::black_box(sift_syntax::parse(&f.expr)))));
             t[1].push(per_call(batch, || drop(std::hint::black_box(sift_ir::lower(&ast, &lopts)))));
@@ -78,9 +84,17 @@ fn main() {
             t[3].push(per_call(batch, || drop(std::hint::black_box(sift_bpf::codegen::compile(&opt, &copts)))));
             let mut jits = Vec::with_capacity(batch as usize);
             t[4].push(per_call(batch, || jits.push(sift_jit::JitFilter::from_program(&prog).expect("jit"))));
-            t[5].push(per_call(batch, || drop(jits.pop())));
-            t[6].push(per_call(batch, || {
+            let mut next = jits.iter();
+            // (`count_code_bytes` compiles the count function, then copies
+            // its bytes: a few tens of ns more than the compile.)
+            t[5].push(per_call(batch, || drop(std::hint::black_box(next.next().map(|j| j.count_code_bytes())))));
+            t[6].push(per_call(batch, || drop(jits.pop())));
+            t[7].push(per_call(batch, || {
                 drop(std::hint::black_box(sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit)))
+            }));
+            t[8].push(per_call(batch, || {
+                let filter = sift::Filter::with_engine(&f.expr, &opts, sift::Engine::Jit).expect("compiles");
+                std::hint::black_box(filter.count_matches(&empty, |p| *p));
             }));
         }
         let lib = Libpcap::get().map(|l| {
@@ -88,7 +102,7 @@ fn main() {
         });
         let m: Vec<u64> = t.into_iter().map(median).collect();
         println!(
-            "{:<17} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+            "{:<17} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
             f.name,
             m[0],
             m[1],
@@ -97,6 +111,8 @@ fn main() {
             m[4],
             m[5],
             m[6],
+            m[7],
+            m[8],
             lib.map_or("-".into(), |l| l.to_string())
         );
     }
