@@ -78,7 +78,15 @@ pub enum BinOp {
 }
 
 /// A 32-bit unsigned value computed from the packet.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Equality is structural (as derived), but compares the cheap parts first
+/// (a load's offset before its index, an operation's right operand, often
+/// a constant, before its left one): the optimizer compares many values
+/// that differ only there.
+// The same relation as a derived `PartialEq` (only the order of the field
+// comparisons differs), so the derived `Hash` agrees with it.
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Debug, Eq, Hash)]
 pub enum Value {
     /// A constant.
     Const(u32),
@@ -147,7 +155,12 @@ pub enum CmpOp {
 }
 
 /// A leaf of the predicate tree: compute both values, then compare.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Equality is structural; the comparison and the right operand (usually a
+/// constant) are compared before the left operand.
+// The same relation as a derived `PartialEq` (see `Value`).
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Debug, Eq, Hash)]
 pub struct Test {
     /// Left operand (cBPF's accumulator).
     pub lhs: Value,
@@ -173,6 +186,31 @@ pub enum Pred {
     Or(Vec<Pred>),
     /// A comparison.
     Test(Test),
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Const(a), Value::Const(b)) => a == b,
+            (Value::Len, Value::Len) => true,
+            (Value::Load { size, index, offset }, Value::Load { size: s, index: i, offset: o }) => {
+                offset == o && size == s && index == i
+            }
+            (Value::Bin(op, a, b), Value::Bin(p, c, d)) => op == p && b == d && a == c,
+            (Value::Neg(a), Value::Neg(b)) => a == b,
+            (
+                Value::Protochain { v6, proto, nl },
+                Value::Protochain { v6: w6, proto: p, nl: n },
+            ) => v6 == w6 && proto == p && nl == n,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for Test {
+    fn eq(&self, other: &Test) -> bool {
+        self.op == other.op && self.rhs == other.rhs && self.lhs == other.lhs
+    }
 }
 
 /// Convenience constructors used by lowering.
