@@ -27,13 +27,13 @@
 //! once for all of them.
 
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
 };
 use super::factor::eq_set;
+use super::numbering::ValueNumbers;
 use crate::pred::{CmpOp, Pred, Test, Value};
 
 /// How an abort compares with the outcomes where a node stands.
@@ -124,8 +124,6 @@ impl Hasher for WordHasher {
     }
 }
 
-type FastBuild = BuildHasherDefault<WordHasher>;
-
 /// What the path to the current node established. Values (atoms, tested
 /// values) are numbered once per pass ([`Env::id`]: one copy of each
 /// distinct value), so the path state and its undo log hold numbers only.
@@ -133,7 +131,7 @@ type FastBuild = BuildHasherDefault<WordHasher>;
 struct Env {
     len: u32,
     /// The number of each value seen.
-    ids: HashMap<Value, u32, FastBuild>,
+    ids: ValueNumbers,
     /// Per value number: an atom evaluated on the path.
     done: Vec<bool>,
     /// Per value number: what the path's tests established about it.
@@ -191,11 +189,10 @@ impl Env {
 
     /// The number of `v`, given on first sight (`v` is copied once).
     fn id(&mut self, v: &Value) -> u32 {
-        if let Some(&i) = self.ids.get(v) {
+        let i = self.ids.number(v);
+        if i as usize != self.done.len() {
             return i;
         }
-        let i = self.done.len() as u32;
-        self.ids.insert(v.clone(), i);
         self.done.push(false);
         // (A reused `Env` may have the slot already, emptied.)
         if self.facts.len() <= i as usize {
@@ -206,7 +203,7 @@ impl Env {
 
     /// The facts about `v` on the path, if any were ever recorded.
     fn facts_about(&self, v: &Value) -> Option<&Vec<Fact>> {
-        self.ids.get(v).map(|&i| &self.facts[i as usize])
+        self.ids.get(v).map(|i| &self.facts[i as usize])
     }
 
     /// Adds a fact about `v` (unless it has too many already).
@@ -220,7 +217,7 @@ impl Env {
     }
 
     fn covered(&self, a: &Value) -> bool {
-        within(a, self.len) || self.ids.get(a).is_some_and(|&i| self.done[i as usize])
+        within(a, self.len) || self.ids.get(a).is_some_and(|i| self.done[i as usize])
     }
 
     fn test_covered(&self, t: &Test) -> bool {

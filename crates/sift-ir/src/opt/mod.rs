@@ -32,6 +32,7 @@ pub mod analysis;
 pub mod factor;
 pub mod facts;
 pub mod fold;
+mod numbering;
 
 use crate::pred::Pred;
 
