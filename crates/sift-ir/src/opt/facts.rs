@@ -136,6 +136,9 @@ struct Env {
     done: Vec<bool>,
     /// Per value number: what the path's tests established about it.
     facts: Vec<Vec<Fact>>,
+    /// What the operands of the `and`/`or` nodes being rebuilt (innermost
+    /// last) are known to be (see [`S::known`]); one vector for all.
+    known: Vec<Option<bool>>,
     log: Vec<Undo>,
 }
 
@@ -157,6 +160,7 @@ impl Env {
         env.ids.clear();
         env.done.clear();
         env.log.clear();
+        env.known.clear();
         // The slots stay, emptied, for the values numbered next.
         env.facts.iter_mut().for_each(Vec::clear);
         env
@@ -431,7 +435,10 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    let mut out: Vec<S> = Vec::with_capacity(n);
+    // The simplified operands, and from `known_base` on `env.known`, what
+    // each one is known to be.
+    let mut out: Vec<Pred> = Vec::with_capacity(n);
+    let known_base = env.known.len();
     let mut grouped = false;
     for i in 0..n {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
@@ -448,50 +455,66 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             (Pred::True, _) if unit => {}
             (Pred::False, _) if !unit => {}
             (Pred::True | Pred::False, _) => {
-                out.push(s);
+                out.push(s.p);
+                env.known.push(s.known);
                 break;
             }
             (_, Some(b)) if b != unit => {
-                out.push(s);
+                out.push(s.p);
+                env.known.push(s.known);
                 break;
             }
             _ => {
                 env.assume(&s.p, unit);
                 match s.p {
-                    Pred::And(w) if is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
-                    Pred::Or(w) if !is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
-                    p => out.push(S { p, known: s.known }),
+                    Pred::And(w) if is_and => {
+                        env.known.extend(w.iter().map(|_| None));
+                        out.extend(w);
+                    }
+                    Pred::Or(w) if !is_and => {
+                        env.known.extend(w.iter().map(|_| None));
+                        out.extend(w);
+                    }
+                    p => {
+                        out.push(p);
+                        env.known.push(s.known);
+                    }
                 }
             }
         }
     }
+    drop(v);
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
-    // evaluates their atoms first (it aborts exactly when they would).
-    let mut ps: Vec<Pred> = Vec::with_capacity(out.len());
+    // evaluates their atoms first (it aborts exactly when they would); the
+    // kept ones move to the front, in order.
     // What the last operand kept is known to be, and whether all are known
     // to be `unit`.
     let (mut last, mut all_unit) = (None, true);
-    let mut it = out.into_iter().peekable();
-    while let Some(s) = it.next() {
-        if s.known == Some(unit) && it.peek().is_some_and(|next| covers(&next.p, &s.p)) {
+    let mut kept = 0;
+    for j in 0..out.len() {
+        let known = env.known[known_base + j];
+        if known == Some(unit) && j + 1 < out.len() && covers(&out[j + 1], &out[j]) {
             continue;
         }
-        last = Some(s.known);
-        all_unit &= s.known == Some(unit);
-        ps.push(s.p);
+        last = Some(known);
+        all_unit &= known == Some(unit);
+        out.swap(kept, j);
+        kept += 1;
     }
+    out.truncate(kept);
+    env.known.truncate(known_base);
     let known = match last {
         None => Some(unit),
         Some(k) if k == Some(!unit) => Some(!unit),
         _ if all_unit => Some(unit),
         _ => None,
     };
-    let p = match ps.len() {
+    let p = match out.len() {
         0 => if unit { Pred::True } else { Pred::False },
-        1 => ps.into_iter().next().unwrap_or(Pred::True),
-        _ if is_and => Pred::And(ps),
-        _ => Pred::Or(ps),
+        1 => out.pop().unwrap_or(Pred::True),
+        _ if is_and => Pred::And(out),
+        _ => Pred::Or(out),
     };
     if let Some(b) = known {
         if allows(ctx, b) || env.pred_covered(&p) {
