@@ -259,29 +259,44 @@ impl Pred {
     /// `self and other`, flattening nested conjunctions (evaluation order is
     /// unchanged: `self` first).
     pub fn and(self, other: Pred) -> Pred {
-        let mut v = match self {
-            Pred::And(v) => v,
-            p => vec![p],
-        };
-        match other {
-            Pred::And(w) => v.extend(w),
-            p => v.push(p),
-        }
-        Pred::And(v)
+        Pred::And(self.joined(other, true))
     }
 
     /// `self or other`, flattening nested disjunctions (evaluation order is
     /// unchanged: `self` first).
     pub fn or(self, other: Pred) -> Pred {
-        let mut v = match self {
-            Pred::Or(v) => v,
-            p => vec![p],
+        Pred::Or(self.joined(other, false))
+    }
+
+    /// The operands of `self and other` (`is_and`) or `self or other`, in
+    /// order, flattened one level; a new vector has room for two more
+    /// operands (lowering chains `and`/`or` calls).
+    fn joined(self, other: Pred, is_and: bool) -> Vec<Pred> {
+        let operands = |p: Pred| match p {
+            Pred::And(v) if is_and => Ok(v),
+            Pred::Or(v) if !is_and => Ok(v),
+            p => Err(p),
         };
-        match other {
-            Pred::Or(w) => v.extend(w),
-            p => v.push(p),
+        match (operands(self), operands(other)) {
+            (Ok(mut v), Ok(w)) => {
+                v.extend(w);
+                v
+            }
+            (Ok(mut v), Err(q)) => {
+                v.push(q);
+                v
+            }
+            (Err(p), Ok(mut w)) => {
+                w.insert(0, p);
+                w
+            }
+            (Err(p), Err(q)) => {
+                let mut v = Vec::with_capacity(4);
+                v.push(p);
+                v.push(q);
+                v
+            }
         }
-        Pred::Or(v)
     }
 }
 
