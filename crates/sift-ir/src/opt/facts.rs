@@ -156,13 +156,16 @@ impl Env {
     /// An empty `Env`, with the room a previous pass on this thread left.
     fn take() -> Env {
         let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
+        // The slots stay, emptied, for the values numbered next: those of
+        // the last pass's values (the ones after them were never used or
+        // are empty already).
+        let used = env.done.len();
+        env.facts.iter_mut().take(used).for_each(Vec::clear);
         env.len = 0;
         env.ids.clear();
         env.done.clear();
         env.log.clear();
         env.known.clear();
-        // The slots stay, emptied, for the values numbered next.
-        env.facts.iter_mut().for_each(Vec::clear);
         env
     }
 
