@@ -189,6 +189,7 @@ pub enum Pred {
 }
 
 impl PartialEq for Value {
+    #[inline]
     fn eq(&self, other: &Value) -> bool {
         match (self, other) {
             (Value::Const(a), Value::Const(b)) => a == b,
@@ -208,6 +209,7 @@ impl PartialEq for Value {
 }
 
 impl PartialEq for Test {
+    #[inline]
     fn eq(&self, other: &Test) -> bool {
         self.op == other.op && self.rhs == other.rhs && self.lhs == other.lhs
     }
