@@ -148,13 +148,14 @@ const MAX_SPARE_VALUES: usize = 1024;
 
 thread_local! {
     /// The [`Env`] of the last pass on this thread, emptied (allocating and
-    /// freeing its tables costs more than the pass itself on short filters).
-    static SPARE_ENV: Cell<Option<Env>> = const { Cell::new(None) };
+    /// freeing its tables costs more than the pass itself on short filters);
+    /// boxed, so that taking and giving it back moves a pointer.
+    static SPARE_ENV: Cell<Option<Box<Env>>> = const { Cell::new(None) };
 }
 
 impl Env {
     /// An empty `Env`, with the room a previous pass on this thread left.
-    fn take() -> Env {
+    fn take() -> Box<Env> {
         let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
         // The slots stay, emptied, for the values numbered next: those of
         // the last pass's values (the ones after them were never used or
@@ -170,7 +171,7 @@ impl Env {
     }
 
     /// Leaves the room to the next pass on this thread (unless large).
-    fn give_back(self) {
+    fn give_back(self: Box<Env>) {
         if self.facts.len() <= MAX_SPARE_VALUES {
             // (Fails only while the thread exits: the room is freed.)
             let _ = SPARE_ENV.try_with(|spare| spare.set(Some(self)));
