@@ -78,11 +78,12 @@ enum Undo {
     Fact(u32),
 }
 
-/// A small, fast hasher for the path-fact maps: keys are values of the
-/// filter being compiled (a few words each), so the keyed SipHash of the
-/// standard maps, whose cost dominated small compiles, buys nothing here.
-/// Each word is mixed in with a rotate, an xor and a multiplication by an
-/// odd constant (a multiplicative hash).
+/// A small, fast hasher for the optimizer's whole-tree fingerprint
+/// (`opt::run`; the path facts number values with
+/// [`ValueNumbers`](super::numbering::ValueNumbers)): the keyed SipHash of
+/// the standard library buys nothing on the filter being compiled. Each
+/// word is mixed in with a rotate, an xor and a multiplication by an odd
+/// constant (a multiplicative hash).
 #[derive(Default, Clone, Copy)]
 pub(crate) struct WordHasher(u64);
 
