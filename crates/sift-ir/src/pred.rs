@@ -78,7 +78,15 @@ pub enum BinOp {
 }
 
 /// A 32-bit unsigned value computed from the packet.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Equality is structural (as derived), but compares the cheap parts first
+/// (a load's offset before its index, an operation's right operand, often
+/// a constant, before its left one): the optimizer compares many values
+/// that differ only there.
+// The same relation as a derived `PartialEq` (only the order of the field
+// comparisons differs), so the derived `Hash` agrees with it.
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Debug, Eq, Hash)]
 pub enum Value {
     /// A constant.
     Const(u32),
@@ -147,7 +155,12 @@ pub enum CmpOp {
 }
 
 /// A leaf of the predicate tree: compute both values, then compare.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Equality is structural; the comparison and the right operand (usually a
+/// constant) are compared before the left operand.
+// The same relation as a derived `PartialEq` (see `Value`).
+#[allow(clippy::derived_hash_with_manual_eq)]
+#[derive(Clone, Debug, Eq, Hash)]
 pub struct Test {
     /// Left operand (cBPF's accumulator).
     pub lhs: Value,
@@ -173,6 +186,33 @@ pub enum Pred {
     Or(Vec<Pred>),
     /// A comparison.
     Test(Test),
+}
+
+impl PartialEq for Value {
+    #[inline]
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Const(a), Value::Const(b)) => a == b,
+            (Value::Len, Value::Len) => true,
+            (Value::Load { size, index, offset }, Value::Load { size: s, index: i, offset: o }) => {
+                offset == o && size == s && index == i
+            }
+            (Value::Bin(op, a, b), Value::Bin(p, c, d)) => op == p && b == d && a == c,
+            (Value::Neg(a), Value::Neg(b)) => a == b,
+            (
+                Value::Protochain { v6, proto, nl },
+                Value::Protochain { v6: w6, proto: p, nl: n },
+            ) => v6 == w6 && proto == p && nl == n,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for Test {
+    #[inline]
+    fn eq(&self, other: &Test) -> bool {
+        self.op == other.op && self.rhs == other.rhs && self.lhs == other.lhs
+    }
 }
 
 /// Convenience constructors used by lowering.
@@ -221,29 +261,44 @@ impl Pred {
     /// `self and other`, flattening nested conjunctions (evaluation order is
     /// unchanged: `self` first).
     pub fn and(self, other: Pred) -> Pred {
-        let mut v = match self {
-            Pred::And(v) => v,
-            p => vec![p],
-        };
-        match other {
-            Pred::And(w) => v.extend(w),
-            p => v.push(p),
-        }
-        Pred::And(v)
+        Pred::And(self.joined(other, true))
     }
 
     /// `self or other`, flattening nested disjunctions (evaluation order is
     /// unchanged: `self` first).
     pub fn or(self, other: Pred) -> Pred {
-        let mut v = match self {
-            Pred::Or(v) => v,
-            p => vec![p],
+        Pred::Or(self.joined(other, false))
+    }
+
+    /// The operands of `self and other` (`is_and`) or `self or other`, in
+    /// order, flattened one level; a new vector has room for two more
+    /// operands (lowering chains `and`/`or` calls).
+    fn joined(self, other: Pred, is_and: bool) -> Vec<Pred> {
+        let operands = |p: Pred| match p {
+            Pred::And(v) if is_and => Ok(v),
+            Pred::Or(v) if !is_and => Ok(v),
+            p => Err(p),
         };
-        match other {
-            Pred::Or(w) => v.extend(w),
-            p => v.push(p),
+        match (operands(self), operands(other)) {
+            (Ok(mut v), Ok(w)) => {
+                v.extend(w);
+                v
+            }
+            (Ok(mut v), Err(q)) => {
+                v.push(q);
+                v
+            }
+            (Err(p), Ok(mut w)) => {
+                w.insert(0, p);
+                w
+            }
+            (Err(p), Err(q)) => {
+                let mut v = Vec::with_capacity(4);
+                v.push(p);
+                v.push(q);
+                v
+            }
         }
-        Pred::Or(v)
     }
 }
 

@@ -117,7 +117,13 @@ fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
 /// Whether two guards are exclusive: at most one holds, and they abort
 /// together (the same value tested against disjoint sets of constants).
 fn exclusive(g: &Pred, h: &Pred) -> bool {
-    match (eq_tests(g), eq_tests(h)) {
+    disjoint(eq_tests(g), eq_tests(h))
+}
+
+/// [`exclusive`] of two guards given by their [`eq_tests`] (a loop that
+/// compares one guard with many finds its tests once).
+fn disjoint(g: Option<(&Value, &[Pred])>, h: Option<(&Value, &[Pred])>) -> bool {
+    match (g, h) {
         (Some((a, j)), Some((b, k))) => a == b && !constants(j).any(|x| constants(k).any(|y| y == x)),
         _ => false,
     }
@@ -163,13 +169,14 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
             }
         };
         let mut target = None;
+        let g_tests = eq_tests(&g);
         for (k, e) in out.iter().enumerate().rev().take(MAX_MOVE) {
             match e {
                 Entry::Guarded(h, _) if *h == g => {
                     target = Some(k);
                     break;
                 }
-                _ if e.guard().is_some_and(|h| exclusive(h, &g)) => {}
+                _ if e.guard().is_some_and(|h| disjoint(eq_tests(h), g_tests)) => {}
                 _ => break,
             }
         }
@@ -225,10 +232,11 @@ pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
             }
         };
         // The walk of `merge_alternatives` looking for a guard to join.
+        let g_tests = eq_tests(g);
         for h in alts[..k].iter().rev().take(MAX_MOVE).map(guard_of) {
             match h {
                 Some(h) if h == g => return false,
-                Some(h) if exclusive(h, g) => {}
+                Some(h) if disjoint(eq_tests(h), g_tests) => {}
                 _ => break,
             }
         }

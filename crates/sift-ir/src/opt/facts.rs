@@ -27,13 +27,13 @@
 //! once for all of them.
 
 use std::cell::Cell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
 };
 use super::factor::eq_set;
+use super::numbering::ValueNumbers;
 use crate::pred::{CmpOp, Pred, Test, Value};
 
 /// How an abort compares with the outcomes where a node stands.
@@ -78,11 +78,12 @@ enum Undo {
     Fact(u32),
 }
 
-/// A small, fast hasher for the path-fact maps: keys are values of the
-/// filter being compiled (a few words each), so the keyed SipHash of the
-/// standard maps, whose cost dominated small compiles, buys nothing here.
-/// Each word is mixed in with a rotate, an xor and a multiplication by an
-/// odd constant (a multiplicative hash).
+/// A small, fast hasher for the optimizer's whole-tree fingerprint
+/// (`opt::run`; the path facts number values with
+/// [`ValueNumbers`](super::numbering::ValueNumbers)): the keyed SipHash of
+/// the standard library buys nothing on the filter being compiled. Each
+/// word is mixed in with a rotate, an xor and a multiplication by an odd
+/// constant (a multiplicative hash).
 #[derive(Default, Clone, Copy)]
 pub(crate) struct WordHasher(u64);
 
@@ -124,8 +125,6 @@ impl Hasher for WordHasher {
     }
 }
 
-type FastBuild = BuildHasherDefault<WordHasher>;
-
 /// What the path to the current node established. Values (atoms, tested
 /// values) are numbered once per pass ([`Env::id`]: one copy of each
 /// distinct value), so the path state and its undo log hold numbers only.
@@ -133,11 +132,14 @@ type FastBuild = BuildHasherDefault<WordHasher>;
 struct Env {
     len: u32,
     /// The number of each value seen.
-    ids: HashMap<Value, u32, FastBuild>,
+    ids: ValueNumbers,
     /// Per value number: an atom evaluated on the path.
     done: Vec<bool>,
     /// Per value number: what the path's tests established about it.
     facts: Vec<Vec<Fact>>,
+    /// What the operands of the `and`/`or` nodes being rebuilt (innermost
+    /// last) are known to be (see [`S::known`]); one vector for all.
+    known: Vec<Option<bool>>,
     log: Vec<Undo>,
 }
 
@@ -147,25 +149,30 @@ const MAX_SPARE_VALUES: usize = 1024;
 
 thread_local! {
     /// The [`Env`] of the last pass on this thread, emptied (allocating and
-    /// freeing its tables costs more than the pass itself on short filters).
-    static SPARE_ENV: Cell<Option<Env>> = const { Cell::new(None) };
+    /// freeing its tables costs more than the pass itself on short filters);
+    /// boxed, so that taking and giving it back moves a pointer.
+    static SPARE_ENV: Cell<Option<Box<Env>>> = const { Cell::new(None) };
 }
 
 impl Env {
     /// An empty `Env`, with the room a previous pass on this thread left.
-    fn take() -> Env {
+    fn take() -> Box<Env> {
         let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
+        // The slots stay, emptied, for the values numbered next: those of
+        // the last pass's values (the ones after them were never used or
+        // are empty already).
+        let used = env.done.len();
+        env.facts.iter_mut().take(used).for_each(Vec::clear);
         env.len = 0;
         env.ids.clear();
         env.done.clear();
         env.log.clear();
-        // The slots stay, emptied, for the values numbered next.
-        env.facts.iter_mut().for_each(Vec::clear);
+        env.known.clear();
         env
     }
 
     /// Leaves the room to the next pass on this thread (unless large).
-    fn give_back(self) {
+    fn give_back(self: Box<Env>) {
         if self.facts.len() <= MAX_SPARE_VALUES {
             // (Fails only while the thread exits: the room is freed.)
             let _ = SPARE_ENV.try_with(|spare| spare.set(Some(self)));
@@ -191,11 +198,10 @@ impl Env {
 
     /// The number of `v`, given on first sight (`v` is copied once).
     fn id(&mut self, v: &Value) -> u32 {
-        if let Some(&i) = self.ids.get(v) {
+        let i = self.ids.number(v);
+        if i as usize != self.done.len() {
             return i;
         }
-        let i = self.done.len() as u32;
-        self.ids.insert(v.clone(), i);
         self.done.push(false);
         // (A reused `Env` may have the slot already, emptied.)
         if self.facts.len() <= i as usize {
@@ -206,7 +212,7 @@ impl Env {
 
     /// The facts about `v` on the path, if any were ever recorded.
     fn facts_about(&self, v: &Value) -> Option<&Vec<Fact>> {
-        self.ids.get(v).map(|&i| &self.facts[i as usize])
+        self.ids.get(v).map(|i| &self.facts[i as usize])
     }
 
     /// Adds a fact about `v` (unless it has too many already).
@@ -220,7 +226,7 @@ impl Env {
     }
 
     fn covered(&self, a: &Value) -> bool {
-        within(a, self.len) || self.ids.get(a).is_some_and(|&i| self.done[i as usize])
+        within(a, self.len) || self.ids.get(a).is_some_and(|i| self.done[i as usize])
     }
 
     fn test_covered(&self, t: &Test) -> bool {
@@ -434,7 +440,10 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    let mut out: Vec<S> = Vec::with_capacity(n);
+    // The simplified operands, and from `known_base` on `env.known`, what
+    // each one is known to be.
+    let mut out: Vec<Pred> = Vec::with_capacity(n);
+    let known_base = env.known.len();
     let mut grouped = false;
     for i in 0..n {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
@@ -451,50 +460,66 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             (Pred::True, _) if unit => {}
             (Pred::False, _) if !unit => {}
             (Pred::True | Pred::False, _) => {
-                out.push(s);
+                out.push(s.p);
+                env.known.push(s.known);
                 break;
             }
             (_, Some(b)) if b != unit => {
-                out.push(s);
+                out.push(s.p);
+                env.known.push(s.known);
                 break;
             }
             _ => {
                 env.assume(&s.p, unit);
                 match s.p {
-                    Pred::And(w) if is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
-                    Pred::Or(w) if !is_and => out.extend(w.into_iter().map(|p| S { p, known: None })),
-                    p => out.push(S { p, known: s.known }),
+                    Pred::And(w) if is_and => {
+                        env.known.extend(w.iter().map(|_| None));
+                        out.extend(w);
+                    }
+                    Pred::Or(w) if !is_and => {
+                        env.known.extend(w.iter().map(|_| None));
+                        out.extend(w);
+                    }
+                    p => {
+                        out.push(p);
+                        env.known.push(s.known);
+                    }
                 }
             }
         }
     }
+    drop(v);
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
-    // evaluates their atoms first (it aborts exactly when they would).
-    let mut ps: Vec<Pred> = Vec::with_capacity(out.len());
+    // evaluates their atoms first (it aborts exactly when they would); the
+    // kept ones move to the front, in order.
     // What the last operand kept is known to be, and whether all are known
     // to be `unit`.
     let (mut last, mut all_unit) = (None, true);
-    let mut it = out.into_iter().peekable();
-    while let Some(s) = it.next() {
-        if s.known == Some(unit) && it.peek().is_some_and(|next| covers(&next.p, &s.p)) {
+    let mut kept = 0;
+    for j in 0..out.len() {
+        let known = env.known[known_base + j];
+        if known == Some(unit) && j + 1 < out.len() && covers(&out[j + 1], &out[j]) {
             continue;
         }
-        last = Some(s.known);
-        all_unit &= s.known == Some(unit);
-        ps.push(s.p);
+        last = Some(known);
+        all_unit &= known == Some(unit);
+        out.swap(kept, j);
+        kept += 1;
     }
+    out.truncate(kept);
+    env.known.truncate(known_base);
     let known = match last {
         None => Some(unit),
         Some(k) if k == Some(!unit) => Some(!unit),
         _ if all_unit => Some(unit),
         _ => None,
     };
-    let p = match ps.len() {
+    let p = match out.len() {
         0 => if unit { Pred::True } else { Pred::False },
-        1 => ps.into_iter().next().unwrap_or(Pred::True),
-        _ if is_and => Pred::And(ps),
-        _ => Pred::Or(ps),
+        1 => out.pop().unwrap_or(Pred::True),
+        _ if is_and => Pred::And(out),
+        _ => Pred::Or(out),
     };
     if let Some(b) = known {
         if allows(ctx, b) || env.pred_covered(&p) {

@@ -4,25 +4,43 @@
 //! operands that evaluate nothing removed. One bottom-up walk.
 
 use crate::eval::apply;
-use crate::pred::{BinOp, CmpOp, Pred, Test, Value};
+use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value};
 
-/// Folds constants in a predicate.
+/// Folds constants in a predicate (its nodes are reused).
 pub fn fold(p: Pred) -> Pred {
     match p {
         Pred::True | Pred::False => p,
-        Pred::Test(t) => fold_test(t),
+        Pred::Test(t) => compare(fold_value(t.lhs), t.op, fold_value(t.rhs)),
         Pred::Not(mut q) => {
             // The box is reused for the folded operand.
             *q = fold(std::mem::replace(&mut *q, Pred::True));
-            match *q {
-                Pred::True => Pred::False,
-                Pred::False => Pred::True,
-                Pred::Not(r) => *r,
-                _ => Pred::Not(q),
-            }
+            negation(q)
         }
         Pred::And(v) => and_vec(fold_each(v)),
         Pred::Or(v) => or_vec(fold_each(v)),
+    }
+}
+
+/// [`fold`] of a borrowed predicate: the folded tree is built directly,
+/// without copying `p` first.
+pub fn fold_ref(p: &Pred) -> Pred {
+    match p {
+        Pred::True => Pred::True,
+        Pred::False => Pred::False,
+        Pred::Test(t) => compare(fold_value_ref(&t.lhs), t.op, fold_value_ref(&t.rhs)),
+        Pred::Not(q) => negation(Box::new(fold_ref(q))),
+        Pred::And(v) => and_vec(v.iter().map(fold_ref).collect()),
+        Pred::Or(v) => or_vec(v.iter().map(fold_ref).collect()),
+    }
+}
+
+/// `not q` for a folded `q`: constants negated, `not not r` is `r`.
+fn negation(q: Box<Pred>) -> Pred {
+    match *q {
+        Pred::True => Pred::False,
+        Pred::False => Pred::True,
+        Pred::Not(r) => *r,
+        _ => Pred::Not(q),
     }
 }
 
@@ -113,11 +131,11 @@ fn junction(ps: impl IntoIterator<Item = Pred>, is_and: bool) -> Pred {
     from_operands(out, is_and)
 }
 
-fn fold_test(t: Test) -> Pred {
-    let lhs = fold_value(t.lhs);
-    let rhs = fold_value(t.rhs);
+/// The test `lhs op rhs` of folded operands, decided when both are
+/// constants.
+fn compare(lhs: Value, op: CmpOp, rhs: Value) -> Pred {
     if let (Value::Const(a), Value::Const(b)) = (&lhs, &rhs) {
-        let holds = match t.op {
+        let holds = match op {
             CmpOp::Eq => a == b,
             CmpOp::Gt => a > b,
             CmpOp::Ge => a >= b,
@@ -125,52 +143,69 @@ fn fold_test(t: Test) -> Pred {
         };
         return if holds { Pred::True } else { Pred::False };
     }
-    Pred::Test(Test { lhs, op: t.op, rhs })
+    Pred::Test(Test { lhs, op, rhs })
 }
 
 /// Folds a value: constant subtrees are computed (except a division by a
 /// constant 0, which must still abort), and operations that return their
-/// operand unchanged are removed.
+/// operand unchanged are removed. The value's nodes are reused.
 pub fn fold_value(v: Value) -> Value {
     // Operands are folded in place: their boxes are reused.
-    let fold_boxed = |b: &mut Box<Value>| **b = fold_value(std::mem::replace(&mut **b, Value::Len));
+    let fold_boxed = |mut b: Box<Value>| {
+        *b = fold_value(std::mem::replace(&mut *b, Value::Len));
+        b
+    };
     match v {
-        Value::Load { size, mut index, offset } => {
-            if let Some(i) = &mut index {
-                fold_boxed(i);
-            }
-            match index.as_deref() {
-                // A constant index adds to the offset when the sum is exact.
-                Some(&Value::Const(k)) if offset.checked_add(k).is_some() => {
-                    Value::Load { size, index: None, offset: offset + k }
-                }
-                _ => Value::Load { size, index, offset },
-            }
-        }
-        Value::Neg(mut a) => {
-            fold_boxed(&mut a);
-            match *a {
-                Value::Const(k) => Value::Const(k.wrapping_neg()),
-                _ => Value::Neg(a),
-            }
-        }
-        Value::Bin(op, mut a, mut b) => {
-            fold_boxed(&mut a);
-            fold_boxed(&mut b);
-            match (op, &*a, &*b) {
-                (_, Value::Const(x), Value::Const(y)) => match apply(op, *x, *y) {
-                    Ok(k) => Value::Const(k),
-                    Err(_) => Value::Bin(op, a, b),
-                },
-                (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, _, Value::Const(0))
-                | (BinOp::Mul | BinOp::Div, _, Value::Const(1))
-                | (BinOp::And, _, Value::Const(u32::MAX)) => *a,
-                (BinOp::Add | BinOp::Or | BinOp::Xor, Value::Const(0), _)
-                | (BinOp::Mul, Value::Const(1), _)
-                | (BinOp::And, Value::Const(u32::MAX), _) => *b,
-                _ => Value::Bin(op, a, b),
-            }
-        }
+        Value::Load { size, index, offset } => load(size, index.map(fold_boxed), offset),
+        Value::Neg(a) => negative(fold_boxed(a)),
+        Value::Bin(op, a, b) => operation(op, fold_boxed(a), fold_boxed(b)),
         v => v,
+    }
+}
+
+/// [`fold_value`] of a borrowed value: the folded value is built directly.
+pub fn fold_value_ref(v: &Value) -> Value {
+    let fold_boxed = |b: &Value| Box::new(fold_value_ref(b));
+    match v {
+        Value::Load { size, index, offset } => load(*size, index.as_deref().map(fold_boxed), *offset),
+        Value::Neg(a) => negative(fold_boxed(a)),
+        Value::Bin(op, a, b) => operation(*op, fold_boxed(a), fold_boxed(b)),
+        v => v.clone(),
+    }
+}
+
+/// A load with a folded index: a constant index adds to the offset when
+/// the sum is exact.
+fn load(size: Size, index: Option<Box<Value>>, offset: u32) -> Value {
+    match index.as_deref() {
+        Some(&Value::Const(k)) if offset.checked_add(k).is_some() => {
+            Value::Load { size, index: None, offset: offset + k }
+        }
+        _ => Value::Load { size, index, offset },
+    }
+}
+
+/// `-a` of a folded `a`.
+fn negative(a: Box<Value>) -> Value {
+    match *a {
+        Value::Const(k) => Value::Const(k.wrapping_neg()),
+        _ => Value::Neg(a),
+    }
+}
+
+/// `a op b` of folded operands.
+fn operation(op: BinOp, a: Box<Value>, b: Box<Value>) -> Value {
+    match (op, &*a, &*b) {
+        (_, Value::Const(x), Value::Const(y)) => match apply(op, *x, *y) {
+            Ok(k) => Value::Const(k),
+            Err(_) => Value::Bin(op, a, b),
+        },
+        (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, _, Value::Const(0))
+        | (BinOp::Mul | BinOp::Div, _, Value::Const(1))
+        | (BinOp::And, _, Value::Const(u32::MAX)) => *a,
+        (BinOp::Add | BinOp::Or | BinOp::Xor, Value::Const(0), _)
+        | (BinOp::Mul, Value::Const(1), _)
+        | (BinOp::And, Value::Const(u32::MAX), _) => *b,
+        _ => Value::Bin(op, a, b),
     }
 }

@@ -32,6 +32,7 @@ pub mod analysis;
 pub mod factor;
 pub mod facts;
 pub mod fold;
+mod numbering;
 
 use crate::pred::Pred;
 
@@ -59,12 +60,12 @@ pub fn optimize(p: &Pred) -> Pred {
 
 /// Optimizes with the passes `opts` selects.
 pub fn optimize_with(p: &Pred, opts: &OptOptions) -> Pred {
-    run(p.clone(), opts, None)
+    run(fold::fold_ref(p), opts, None)
 }
 
 /// [`optimize`], consuming the predicate (saves copying it).
 pub fn optimize_owned(p: Pred) -> Pred {
-    run(p, &OptOptions::default(), None)
+    run(fold::fold(p), &OptOptions::default(), None)
 }
 
 /// The predicate after each pass, named, in order (for `sift explain` and
@@ -73,23 +74,23 @@ pub fn optimize_owned(p: Pred) -> Pred {
 /// changed nothing.
 pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
     let mut out = Vec::new();
-    run(p.clone(), opts, Some(&mut |name, q: &Pred| out.push((name, q.clone()))));
+    run(fold::fold_ref(p), opts, Some(&mut |name, q: &Pred| out.push((name, q.clone()))));
     out
 }
 
 /// Gets each pass's name and result (for [`stages`]).
 type Seen<'a> = &'a mut dyn FnMut(&'static str, &Pred);
 
-/// The passes; `seen` (for [`stages`]) gets every intermediate tree, and
-/// no round is skipped then.
-fn run(p: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
+/// The passes after [`fold`], which gave `folded`; `seen` (for [`stages`])
+/// gets every intermediate tree, and no round is skipped then.
+fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     let skip_idle = seen.is_none();
     let mut seen = |name, q: &Pred| {
         if let Some(f) = seen.as_mut() {
             f(name, q);
         }
     };
-    let mut cur = fold::fold(p);
+    let mut cur = folded;
     seen("fold", &cur);
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;

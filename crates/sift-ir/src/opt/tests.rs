@@ -339,3 +339,15 @@ fn results_do_not_depend_on_what_the_thread_optimized_before() {
         }
     }
 }
+
+#[test]
+fn borrowed_and_owned_paths_agree() {
+    // `fold_ref` builds what `fold` rebuilds in place, and `optimize`
+    // (from a borrowed tree) gives what `optimize_owned` gives.
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    for case in 0..2000 {
+        let p = if case % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 3) };
+        assert_eq!(fold::fold_ref(&p), fold::fold(p.clone()), "case {case}:\n{p}");
+        assert_eq!(optimize(&p), optimize_owned(p.clone()), "case {case}:\n{p}");
+    }
+}
