@@ -285,6 +285,11 @@ impl ExecBuffer {
     }
 }
 
+/// The slots (and wire lengths) one call of a count function reads:
+/// [`crate::BATCH`] to filter and the [`crate::PREFETCH_AHEAD`] after them,
+/// whose packets it only prefetches.
+pub(crate) const WINDOW: usize = crate::BATCH + crate::PREFETCH_AHEAD;
+
 /// A count function installed read + execute.
 #[derive(Debug)]
 pub(crate) struct CountBuffer {
@@ -303,25 +308,24 @@ impl CountBuffer {
         Ok(CountBuffer { code: ExecBuffer::new(code)?, reads_len })
     }
 
-    /// Runs the count function on the first `n` of `slots` (their wire
-    /// lengths in `wires`), the next [`crate::PREFETCH_AHEAD`] slots only
-    /// prefetched: the number of packets accepted. `None` if there are too
-    /// few slots or wire lengths.
+    /// Runs the count function on the first `n` (at most
+    /// [`crate::BATCH`]) of `slots` (their wire lengths in `wires`), the
+    /// next [`crate::PREFETCH_AHEAD`] slots only prefetched: the number of
+    /// packets accepted.
     #[inline(always)]
-    pub(crate) fn count(&self, slots: &[Slot<'_>], n: usize, wires: &[u32]) -> Option<u64> {
-        if slots.len() < n + crate::PREFETCH_AHEAD || wires.len() < n {
-            return None;
-        }
+    pub(crate) fn count(&self, slots: &[Slot<'_>; WINDOW], n: usize, wires: &[u32; WINDOW]) -> u64 {
+        let n = n.min(crate::BATCH);
         // SAFETY: the buffer holds a count function (`CountBuffer::new`)
         // with the `CountFn` ABI: it reads `n + PREFETCH_AHEAD` slots and
-        // `n` wire lengths (there are that many, checked above), the
+        // `n` wire lengths (there are `WINDOW` = `BATCH + PREFETCH_AHEAD`
+        // of each, and `n <= BATCH`), the
         // packets of the first `n` slots only below their captured length
         // (the slices behind the slots outlive the call; the other slots'
         // pointers are only prefetched, which never faults), touches no
         // other memory but its stack and the red zone, restores the
         // callee-saved registers it uses, and always returns.
         let f: CountFn = unsafe { std::mem::transmute::<*mut u8, CountFn>(self.code.ptr) };
-        Some(f(slots.as_ptr(), n, wires.as_ptr()))
+        f(slots.as_ptr(), n, wires.as_ptr())
     }
 
     /// A copy of the machine code.

@@ -324,9 +324,9 @@ impl JitFilter {
     #[inline]
     pub fn count_matches<T>(&self, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = self.code.as_ref().filter(|_| items.len() >= BATCH) {
+        if self.code.is_some() && items.len() >= BATCH {
             if let Some(counter) = self.counter() {
-                return count_batched(counter, code, items, packet);
+                return count_batched(counter, items, packet);
             }
         }
         if let Some(v) = self.constant {
@@ -441,17 +441,12 @@ impl JitFilter {
 /// gathered window.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline]
-fn count_batched<T>(
-    counter: &exec::CountBuffer,
-    code: &exec::ExecBuffer,
-    items: &[T],
-    packet: impl Fn(&T) -> (&[u8], u32),
-) -> u64 {
+fn count_batched<T>(counter: &exec::CountBuffer, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
+    use exec::WINDOW;
     // A window of BATCH slots to filter and the PREFETCH_AHEAD after
     // them (which the count function prefetches), sliding by BATCH:
     // each item is gathered once. Slots past the last item keep stale
     // (or empty) packets: those are only ever prefetched.
-    const WINDOW: usize = BATCH + PREFETCH_AHEAD;
     let mut slots = [exec::Slot::EMPTY; WINDOW];
     let mut wires = [0u32; WINDOW];
     /// Fills `slots` (and `wires` if `wire`) from `items[from..]`.
@@ -490,14 +485,7 @@ fn count_batched<T>(
     let mut count = 0;
     while base < items.len() {
         let n = (items.len() - base).min(BATCH);
-        count += counter.count(&slots, n, &wires).unwrap_or_else(|| {
-            // Not reached: there are WINDOW slots and wire lengths.
-            let run = |i: &T| {
-                let (data, wire_len) = packet(i);
-                code.call(data, wire_len) != 0
-            };
-            items[base..base + n].iter().filter(|i| run(i)).count() as u64
-        });
+        count += counter.count(&slots, n, &wires);
         base += n;
         slots.copy_within(BATCH.., 0);
         if wire {

@@ -781,15 +781,8 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
         asm.bind(pc);
         let insn = prog[pc];
         let (c, k) = (insn.code, insn.k);
-        let next = if next_emitted[pc] >= end {
-            if count {
-                tail
-            } else {
-                reject
-            }
-        } else {
-            next_emitted[pc]
-        };
+        // (Past `end` the count function has only its tail.)
+        let next = if count && next_emitted[pc] >= end { tail } else { next_emitted[pc] };
         match c & 0x07 {
             LD if is_packet_load(c) => {
                 let width = Width::of(c);
