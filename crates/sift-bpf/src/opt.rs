@@ -97,7 +97,7 @@ const MAX_THREAD_STEPS: usize = 256;
 /// documentation). Programs with a backward `ja` are left alone.
 pub fn optimize(prog: &mut Vec<Insn>) {
     // (One instruction, a `ret`, leaves nothing to do.)
-    if prog.len() <= 1 || prog.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, prog.len())) {
+    if prog.len() <= 1 || !forward_only(prog) {
         return;
     }
     if prog[0].code & 0x07 == op::RET {
@@ -187,15 +187,18 @@ impl Steps {
     }
 }
 
-/// Does `insn` at `pc` only jump forward, inside the program?
-fn forward_only(pc: usize, insn: Insn, len: usize) -> bool {
-    if insn.code == op::JMP | op::JA {
-        (pc as u64 + 1 + u64::from(insn.k)) < len as u64
-    } else if insn.code & 0x07 == op::JMP {
-        pc + 1 + usize::from(insn.jt.max(insn.jf)) < len
-    } else {
-        true
-    }
+/// Does every jump of `prog` go forward, inside the program?
+fn forward_only(prog: &[Insn]) -> bool {
+    let len = prog.len();
+    prog.iter().enumerate().all(|(pc, insn)| {
+        if insn.code == op::JMP | op::JA {
+            (pc as u64 + 1 + u64::from(insn.k)) < len as u64
+        } else if insn.code & 0x07 == op::JMP {
+            pc + 1 + usize::from(insn.jt.max(insn.jf)) < len
+        } else {
+            true
+        }
+    })
 }
 
 /// Where control may go after the instruction at `pc` (no allocation).
@@ -1927,7 +1930,7 @@ mod tests {
         let mut judged = 0;
         for round in 0..4000 {
             let mut p = random_program(&mut seed, 8 + round % 24);
-            if p.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, p.len())) {
+            if !forward_only(&p) {
                 continue;
             }
             let mut an = Analysis::with_capacity(p.len());
@@ -1962,7 +1965,7 @@ mod tests {
         let mut carried = 0;
         for round in 0..6000 {
             let mut p = random_program(&mut seed, 8 + round % 24);
-            if p.iter().enumerate().any(|(pc, i)| !forward_only(pc, *i, p.len())) {
+            if !forward_only(&p) {
                 continue;
             }
             let mut an = Analysis::with_capacity(p.len());
