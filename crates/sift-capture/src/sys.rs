@@ -338,7 +338,7 @@ impl Mapping {
     }
 
     fn header_word(&self, i: usize, offset: usize) -> Option<&AtomicU32> {
-        if i >= self.block_nr || offset % 4 != 0 || offset + 4 > self.block_size {
+        if i >= self.block_nr || !offset.is_multiple_of(4) || offset + 4 > self.block_size {
             return None;
         }
         // SAFETY: as in status_word: the word lies inside block i of the

@@ -671,7 +671,12 @@ fn ports_eval(
     // values, `first`, within `cmp`).
     let hit = match (p.load(a, Size::Half), p.load(b, Size::Half)) {
         (Ok(x), Ok(y)) => cmp.test_either(x, y),
-        (Ok(x), Err(Abort)) => first.unwrap_or(cmp).test(x) || return Err(Abort),
+        (Ok(x), Err(Abort)) => {
+            if !first.unwrap_or(cmp).test(x) {
+                return Err(Abort);
+            }
+            true
+        }
         (Err(Abort), _) => return Err(Abort),
     };
     Ok(hit != negate)
@@ -983,10 +988,14 @@ pub(crate) fn run_pass(pass: &Pass, start: usize, p: &mut Pkt<'_>, prev_failed: 
     Ok(true)
 }
 
+/// A `host X` first instruction's shape: the key field, the arms
+/// `(k_j, f_j)`, and `X`.
+type HostShape = (Field, Vec<(u32, Field)>, u32);
+
 /// The shape of a `host X` first instruction: alternatives `key == k_j and
 /// f_j == X` (ethertype, then the IPv4 / ARP / RARP address fields), `X`
 /// the same in every arm.
-fn host_shape(i: &Instr) -> Option<(Field, Vec<(u32, Field)>, u32)> {
+fn host_shape(i: &Instr) -> Option<HostShape> {
     let Instr::Alternatives(alts) = i else { return None };
     let single = |a: &Atom| match &a.cmp {
         Cmp::In(ValueSet::Small(v)) if v.len() == 1 && !a.negate => v.first().copied(),
@@ -1004,6 +1013,9 @@ fn host_shape(i: &Instr) -> Option<(Field, Vec<(u32, Field)>, u32)> {
     Some((key?, arms, x?))
 }
 
+/// Ranges of passes, `(first pass, end)`.
+type PassRanges = Box<[(u32, u32)]>;
+
 /// A run of passes whose first instructions are `host X` tests of the same
 /// shape, for several `X` (the FTP filter's servers), and where each `X`'s
 /// passes (a group) start.
@@ -1014,7 +1026,7 @@ struct HostRun {
     key: PField,
     arms: Box<[(u32, PField)]>,
     /// `X` and its groups, `(first pass, end)`, in pass order; sorted by `X`.
-    groups: Box<[(u32, Box<[(u32, u32)]>)]>,
+    groups: Box<[(u32, PassRanges)]>,
 }
 
 /// The passes of a program with its [`HostRun`]s: a packet tries only the

@@ -422,6 +422,10 @@ pub struct LibpcapTrace {
     pub value: Option<u32>,
 }
 
+/// Where a register's value was loaded from: `(scratch register, index of
+/// the store that wrote it)`.
+type RegStore = (usize, usize);
+
 /// Follows `prog` on a packet with libpcap 1.10.3's semantics, taking at
 /// most `max_backward` backward jumps (libpcap's `protochain` loops; a
 /// crafted AH chain makes them endless in 1.10.3, so libpcap's own
@@ -451,7 +455,7 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
     // The register and store A and X were loaded from (`ld M[r]`,
     // `ldx M[r]`), and per register the store whose value arithmetic used
     // as an operand.
-    let (mut a_from, mut x_from): (Option<(usize, usize)>, Option<(usize, usize)>) = (None, None);
+    let (mut a_from, mut x_from): (Option<RegStore>, Option<RegStore>) = (None, None);
     let mut operand_store = [usize::MAX; 16];
     let mut backward = 0u32;
     let mut pc = 0usize;
@@ -1436,9 +1440,7 @@ impl Lib {
         };
         if self.loops || self.zeroed_memory {
             let t = trace_libpcap(self.prog.insns(), data, wire, TRACE_BACKWARD_LIMIT);
-            if t.backward_jumps.is_none() {
-                return None;
-            }
+            t.backward_jumps?;
             if self.zeroed_memory && t.unwritten_read {
                 return t.value;
             }
