@@ -789,6 +789,11 @@ impl AddrRun {
     fn may_be_bad_mac(&self) -> bool {
         self.colons >= 2
     }
+
+    /// Whether a MAC-48, IPv6 or malformed MAC rule may match.
+    fn may_be_address(&self) -> bool {
+        self.may_be_mac() || self.may_be_v6() || self.may_be_bad_mac()
+    }
 }
 
 /// Lexes the token starting at byte `i` (not whitespace): its length and
@@ -813,17 +818,41 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     let c = at(b, i);
     let two = b.get(i..i + 2).unwrap_or(&[]);
     let ident = match_ident(b, i);
+    let shape = if EXHAUSTIVE || !(is_hex(c) || c == b':') { AddrRun::ANY } else { AddrRun::at(b, i) };
+    // A word (letters) or a number (digits) with no address rule in sight
+    // (the common case): only the identifier, keyword, constant and
+    // number rules can match, the number only as long as the identifier.
+    if !EXHAUSTIVE
+        && ident > 0
+        && !(is_hex(c) && shape.may_be_address())
+        && !(c.is_ascii_digit() && match_hid(b, i) > 0)
+    {
+        let text = source.get(i..i + ident).unwrap_or("");
+        let tok = if match_num(b, i) == ident {
+            Tok::Num(parse_number(text, span(i, i + ident))?)
+        } else {
+            match word_table().get(text.as_bytes()) {
+                Some(Word::Kw(k)) => Tok::Kw(k),
+                Some(Word::Const(v)) => Tok::Num(v),
+                None => Tok::Id(text.to_string()),
+            }
+        };
+        return Ok((ident, tok));
+    }
     let (kw, constant) = if EXHAUSTIVE {
         (longest_prefix(KEYWORDS, rest), longest_prefix(NAMED_CONSTANTS, rest))
-    } else {
+    } else if c.is_ascii_alphabetic() {
+        // Every spelling but `&&` and `||` starts with a letter.
         match word_table().get(rest.get(..ident).unwrap_or_default()) {
             Some(Word::Kw(k)) => (Some((ident, k)), None),
             Some(Word::Const(v)) => (None, Some((ident, v))),
-            None => match two {
-                b"&&" => (Some((2, Kw::And)), None),
-                b"||" => (Some((2, Kw::Or)), None),
-                _ => (None, None),
-            },
+            None => (None, None),
+        }
+    } else {
+        match two {
+            b"&&" => (Some((2, Kw::And)), None),
+            b"||" => (Some((2, Kw::Or)), None),
+            _ => (None, None),
         }
     };
     if let Some((l, _)) = kw {
@@ -846,7 +875,6 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     }
     // The address rules need a hex digit or ':' first.
     if EXHAUSTIVE || is_hex(c) || c == b':' {
-        let shape = if EXHAUSTIVE { AddrRun::ANY } else { AddrRun::at(b, i) };
         if shape.may_be_mac() {
             consider(match_mac(b, i), Rule::Mac);
         }
