@@ -775,9 +775,12 @@ impl AddrRun {
         r
     }
 
-    /// A MAC-48 needs 12 hex digits, 5 `:` or `-`, or 2 `.`.
+    /// A MAC-48 is 12 hex digits, 1-2 hex digits and 5 of one separator,
+    /// or 4 hex digits and 2 `.` (`xxxx.xxxx.xxxx`).
     fn may_be_mac(&self) -> bool {
-        self.hex >= 12 || self.colons >= 5 || self.dashes >= 5 || self.dots >= 2
+        self.hex >= 12
+            || (self.hex <= 2 && (self.colons >= 5 || self.dashes >= 5 || self.dots >= 5))
+            || (self.hex == 4 && self.dots >= 2)
     }
 
     /// An IPv6 address has `::`, or 7 groups (6 before an IPv4 part).
@@ -1485,7 +1488,7 @@ mod tests {
             "0", "1", "12", "123", "1234", "12345", "255", "256", "0x", "0X1f", "08", "a", "ab", "abc", "abcd",
             "F", "fe80", "g", "z", ":", "::", ".", "-", "_", "/", "$", "\\", " ", "(", ")", "[", "]", "!",
             "=", "<", ">", "&", "|", "é", "4294967296", "1.2.3.4", "aa:bb:cc:dd:ee:ff", "1:2:3:4:5:6:7",
-            "aabb.ccdd.eeff", "aabbccddeeff", "a-b-c-d-e-f", "1111:2222:3333:4444:5555:6666:7777::", "1.2.3.4.5", "::ffff:1.2.3.4", "fe80::1", "1:2::",
+            "aabb.ccdd.eeff", "aabbccddeeff", "a-b-c-d-e-f", "1.2.3.4.5.6", "1111:2222:3333:4444:5555:6666:7777::", "1.2.3.4.5", "::ffff:1.2.3.4", "fe80::1", "1:2::",
         ]);
         let alphabets: [&[u8]; 4] =
             [b"0123456789abcdefABCDEFx:.-/ ", b"0123456789aAfFxX:.-$\\_g ()[]&|!<>=", b"01:.f", b"0f.-"];

@@ -1305,19 +1305,29 @@ fn addr_qual_check(q: Qual, what: &str, sp: Span) -> PResult<()> {
 /// zeros allowed), each at most 255, packed from the top byte down.
 fn ipv4_address(text: &str, sp: Span) -> PResult<(u32, u8)> {
     let bad = || Error::new(format!("invalid IPv4 address '{text}'"), sp);
+    // 2 to 4 dot-separated parts of decimal digits, each at most 255
+    // (checked digit by digit); one pass over the bytes.
     let mut addr: u32 = 0;
     let mut parts: u8 = 0;
-    for part in text.split('.') {
-        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) || parts >= 4 {
-            return Err(bad());
+    let mut part: Option<u32> = None;
+    for &c in text.as_bytes().iter().chain([&b'.']) {
+        match c {
+            b'0'..=b'9' => {
+                let n = part.unwrap_or(0) * 10 + u32::from(c - b'0');
+                if n > 255 {
+                    return Err(bad());
+                }
+                part = Some(n);
+            }
+            b'.' => match part.take() {
+                Some(v) if parts < 4 => {
+                    addr = (addr << 8) | v;
+                    parts += 1;
+                }
+                _ => return Err(bad()),
+            },
+            _ => return Err(bad()),
         }
-        let v = part.bytes().try_fold(0u32, |acc, d| {
-            let n = acc * 10 + u32::from(d - b'0');
-            (n <= 255).then_some(n)
-        });
-        let v = v.ok_or_else(bad)?;
-        addr = (addr << 8) | v;
-        parts += 1;
     }
     if parts < 2 {
         return Err(bad());
@@ -1493,5 +1503,25 @@ fn llc_kind(name: &str, sp: Span) -> PResult<Llc> {
         lookup(LLC_SUBTYPES, name)
             .map(Llc::Subtype)
             .ok_or_else(|| Error::new(format!("unknown LLC type name \"{name}\""), sp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_address_forms() {
+        let sp = Span::new(0, 0);
+        let ok = |t: &str| ipv4_address(t, sp).unwrap_or_else(|e| panic!("{t}: {e:?}"));
+        assert_eq!(ok("1.2"), (0x0102_0000, 2));
+        assert_eq!(ok("1.2.3"), (0x0102_0300, 3));
+        assert_eq!(ok("001.002.003.004"), (0x0102_0304, 4));
+        assert_eq!(ok("255.255.255.255"), (u32::MAX, 4));
+        assert_eq!(ok("0.0"), (0, 2));
+        for bad in ["", "1", "1.", ".1", "1..2", "1.2.3.4.5", "0.0.0.256", "2550.1", "1.0x2", "1.2 ", "-1.2"] {
+            let e = ipv4_address(bad, sp).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert_eq!(e.message, format!("invalid IPv4 address '{bad}'"));
+        }
     }
 }
