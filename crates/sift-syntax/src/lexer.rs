@@ -698,7 +698,8 @@ impl WordTable {
         loop {
             match self.slots.get(h % WORD_SLOTS)? {
                 None => return None,
-                Some((t, v)) if *t == w => return Some(*v),
+                // (An inline comparison: the words are short.)
+                Some((t, v)) if t.len() == w.len() && t.iter().zip(w).all(|(x, y)| x == y) => return Some(*v),
                 Some(_) => h = h.wrapping_add(1),
             }
         }
@@ -752,6 +753,9 @@ struct AddrRun {
 impl AddrRun {
     /// No pruning: every address rule is tried (the exhaustive lexer).
     const ANY: AddrRun = AddrRun { hex: usize::MAX, colons: usize::MAX, dashes: usize::MAX, dots: usize::MAX, dcolon: true };
+
+    /// No address rule can match.
+    const NONE: AddrRun = AddrRun { hex: 0, colons: 0, dashes: 0, dots: 0, dcolon: false };
 
     fn at(b: &[u8], i: usize) -> AddrRun {
         let mut r = AddrRun { hex: 0, colons: 0, dashes: 0, dots: 0, dcolon: false };
@@ -821,15 +825,23 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     let c = at(b, i);
     let two = b.get(i..i + 2).unwrap_or(&[]);
     let ident = match_ident(b, i);
-    let shape = if EXHAUSTIVE || !(is_hex(c) || c == b':') { AddrRun::ANY } else { AddrRun::at(b, i) };
+    // The address rules (MAC-48, IPv6, malformed MAC) start with ':' or a
+    // hex digit; with a hex digit, they need 12 hex digits or a separator
+    // right after the first run of hex digits.
+    let shape = if EXHAUSTIVE {
+        AddrRun::ANY
+    } else if c == b':' || (is_hex(c) && {
+        let h = run(b, i, is_hex);
+        h >= 12 || matches!(at(b, i + h), b':' | b'.' | b'-')
+    }) {
+        AddrRun::at(b, i)
+    } else {
+        AddrRun::NONE
+    };
     // A word (letters) or a number (digits) with no address rule in sight
     // (the common case): only the identifier, keyword, constant and
     // number rules can match, the number only as long as the identifier.
-    if !EXHAUSTIVE
-        && ident > 0
-        && !(is_hex(c) && shape.may_be_address())
-        && !(c.is_ascii_digit() && match_hid(b, i) > 0)
-    {
+    if !EXHAUSTIVE && ident > 0 && !shape.may_be_address() && !(c.is_ascii_digit() && match_hid(b, i) > 0) {
         let text = source.get(i..i + ident).unwrap_or("");
         let tok = if match_num(b, i) == ident {
             Tok::Num(parse_number(text, span(i, i + ident))?)
