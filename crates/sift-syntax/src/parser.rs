@@ -347,15 +347,25 @@ impl Parser<'_> {
                 Ok((self.build_boxed(&raw, q)?, q))
             }
             Some(Tok::Num(_) | Tok::Punct(Punct::LParen) | Tok::Kw(Kw::Not)) => {
-                let id_try = self.attempt(|p| {
+                let try_id = |p: &mut Self| {
                     let raw = p.id()?;
                     if p.at_id_follow() {
                         Ok(raw)
                     } else {
                         Err(p.unexpected(""))
                     }
-                })?;
-                let id_err = match id_try {
+                };
+                if self.id_fails_after_paren() {
+                    // The id cannot match: try the term first, and build
+                    // the id's error only if it is needed.
+                    let term_err = match self.attempt(|p| p.term(q))? {
+                        Ok(r) => return Ok(r),
+                        Err(e) => e,
+                    };
+                    let id_err = self.attempt(try_id)?.err().unwrap_or_else(|| term_err.clone());
+                    return Err(furthest(id_err, term_err));
+                }
+                let id_err = match self.attempt(try_id)? {
                     Ok(raw) => return Ok((self.build_boxed(&raw, q)?, q)),
                     Err(e) => e,
                 };
@@ -404,6 +414,16 @@ impl Parser<'_> {
                 let (e, q) = self.nested(|p| p.term(q_in))?;
                 Ok((Box::new(Expr::Not(e, not_span)), q))
             }
+            Next::Paren if self.relation_fails_after_paren() => {
+                // The relation cannot match: try `( expr )` first, and
+                // build the relation's error only if it is needed.
+                let paren_err = match self.attempt(|p| p.paren_expr(q_in))? {
+                    Ok(e) => return Ok((e, q_in)),
+                    Err(e) => e,
+                };
+                let rel_err = self.attempt(|p| p.relation())?.err().unwrap_or_else(|| paren_err.clone());
+                Err(furthest(rel_err, paren_err))
+            }
             Next::Paren => {
                 let rel_err = match self.attempt(|p| p.relation())? {
                     Ok(e) => return Ok((e, None)),
@@ -424,6 +444,34 @@ impl Parser<'_> {
             }
             Next::Bad => Err(self.unexpected("a primitive")),
         }
+    }
+
+    /// At a `(` followed by a keyword other than `not`: an `id` cannot
+    /// start here (`( pid )` needs an address, name, number, `(` or `not`),
+    /// and trying one fails at that keyword without reaching the nesting
+    /// limit, leaving no trace but its error (which does not depend on
+    /// what is parsed before it: the token before the keyword is no bare
+    /// name). So the alternatives may be tried in the other order.
+    fn id_fails_after_paren(&self) -> bool {
+        self.is_punct(Punct::LParen)
+            && self.depth + 2 < MAX_DEPTH
+            && matches!(self.peek_at(1), Some(Tok::Kw(k)) if *k != Kw::Not)
+    }
+
+    /// At a `(` followed by a keyword that starts no arithmetic operand
+    /// (not `len`, not `proto [`): the relation fails at that keyword,
+    /// like [`Self::id_fails_after_paren`]. (Its one side effect, the
+    /// memo of `(` tokens that start no operand, only saves time.)
+    fn relation_fails_after_paren(&self) -> bool {
+        self.is_punct(Punct::LParen)
+            && self.depth + 3 < MAX_DEPTH
+            && match self.peek_at(1) {
+                Some(Tok::Kw(k)) => {
+                    *k != Kw::Len
+                        && !(pname(*k).is_some() && self.peek_at(2) == Some(&Tok::Punct(Punct::LBracket)))
+                }
+                _ => false,
+            }
     }
 
     /// `( expr )`.
