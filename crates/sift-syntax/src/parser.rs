@@ -653,7 +653,8 @@ impl Parser<'_> {
             }
             _ => self.nid_leaf()?,
         };
-        let mut rest = Vec::new();
+        // Room for a list of a few names or addresses, with one allocation.
+        let mut rest = Vec::with_capacity(8);
         loop {
             let op = match self.peek_kw() {
                 Some(Kw::And) => BoolOp::And,
