@@ -700,7 +700,9 @@ impl WordTable {
             match self.slots.get(h % WORD_SLOTS)? {
                 None => return None,
                 // (An inline comparison: the words are short.)
-                Some((t, v)) if t.len() == w.len() && t.iter().zip(w).all(|(x, y)| x == y) => return Some(*v),
+                Some((t, v)) if t.len() == w.len() && t.iter().zip(w).all(|(x, y)| x == y) => {
+                    return Some(*v)
+                }
                 Some(_) => h = h.wrapping_add(1),
             }
         }
@@ -753,7 +755,8 @@ struct AddrRun {
 
 impl AddrRun {
     /// No pruning: every address rule is tried (the exhaustive lexer).
-    const ANY: AddrRun = AddrRun { hex: usize::MAX, colons: usize::MAX, dashes: usize::MAX, dots: usize::MAX, dcolon: true };
+    const ANY: AddrRun =
+        AddrRun { hex: usize::MAX, colons: usize::MAX, dashes: usize::MAX, dots: usize::MAX, dcolon: true };
 
     /// No address rule can match.
     const NONE: AddrRun = AddrRun { hex: 0, colons: 0, dashes: 0, dots: 0, dcolon: false };
@@ -831,10 +834,12 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     // right after the first run of hex digits.
     let shape = if EXHAUSTIVE {
         AddrRun::ANY
-    } else if c == b':' || (is_hex(c) && {
-        let h = run(b, i, is_hex);
-        h >= 12 || matches!(at(b, i + h), b':' | b'.' | b'-')
-    }) {
+    } else if c == b':'
+        || (is_hex(c) && {
+            let h = run(b, i, is_hex);
+            h >= 12 || matches!(at(b, i + h), b':' | b'.' | b'-')
+        })
+    {
         AddrRun::at(b, i)
     } else {
         AddrRun::NONE
@@ -842,7 +847,8 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     // A word (letters) or a number (digits) with no address rule in sight
     // (the common case): only the identifier, keyword, constant and
     // number rules can match, the number only as long as the identifier.
-    if !EXHAUSTIVE && ident > 0 && !shape.may_be_address() && !(c.is_ascii_digit() && match_hid(b, i) > 0) {
+    let word_or_number = ident > 0 && !shape.may_be_address() && !(c.is_ascii_digit() && match_hid(b, i) > 0);
+    if !EXHAUSTIVE && word_or_number {
         let text = source.get(i..i + ident).unwrap_or("");
         let tok = if match_num(b, i) == ident {
             Tok::Num(parse_number(text, span(i, i + ident))?)
@@ -874,10 +880,7 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     if let Some((l, _)) = kw {
         consider(l, Rule::Keyword);
     }
-    if matches!(
-        c,
-        b'+' | b'-' | b'*' | b'/' | b'%' | b':' | b'[' | b']' | b'!' | b'<' | b'>' | b'(' | b')' | b'&' | b'|' | b'^' | b'='
-    ) {
+    if b"+-*/%:[]!<>()&|^=".iter().any(|&p| p == c) {
         consider(1, Rule::Punct1);
     }
     if matches!(two, b">=" | b"<=" | b"!=" | b"==" | b"<<" | b">>") {
@@ -1496,13 +1499,14 @@ mod tests {
     /// texts built from spellings, hex and digit runs and separators.
     #[test]
     fn fast_lexer_agrees_with_exhaustive_one() {
-        let mut frags: Vec<&str> = KEYWORDS.iter().map(|e| e.0).chain(NAMED_CONSTANTS.iter().map(|e| e.0)).collect();
-        frags.extend([
-            "0", "1", "12", "123", "1234", "12345", "255", "256", "0x", "0X1f", "08", "a", "ab", "abc", "abcd",
-            "F", "fe80", "g", "z", ":", "::", ".", "-", "_", "/", "$", "\\", " ", "(", ")", "[", "]", "!",
-            "=", "<", ">", "&", "|", "é", "4294967296", "1.2.3.4", "aa:bb:cc:dd:ee:ff", "1:2:3:4:5:6:7",
-            "aabb.ccdd.eeff", "aabbccddeeff", "a-b-c-d-e-f", "1.2.3.4.5.6", "1111:2222:3333:4444:5555:6666:7777::", "1.2.3.4.5", "::ffff:1.2.3.4", "fe80::1", "1:2::",
-        ]);
+        let mut frags: Vec<&str> =
+            KEYWORDS.iter().map(|e| e.0).chain(NAMED_CONSTANTS.iter().map(|e| e.0)).collect();
+        let pieces = "0 1 12 123 1234 12345 255 256 0x 0X1f 08 a ab abc abcd F fe80 g z : :: . - _ / $ \\ \
+                      ( ) [ ] ! = < > & | é 4294967296 1.2.3.4 aa:bb:cc:dd:ee:ff 1:2:3:4:5:6:7 \
+                      aabb.ccdd.eeff aabbccddeeff a-b-c-d-e-f 1.2.3.4.5.6 1.2.3.4.5 ::ffff:1.2.3.4 \
+                      fe80::1 1:2:: 1111:2222:3333:4444:5555:6666:7777::";
+        frags.extend(pieces.split_whitespace());
+        frags.push(" ");
         let alphabets: [&[u8]; 4] =
             [b"0123456789abcdefABCDEFx:.-/ ", b"0123456789aAfFxX:.-$\\_g ()[]&|!<>=", b"01:.f", b"0f.-"];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -1524,11 +1528,7 @@ mod tests {
                     text.push(char::from(a[next(a.len())]));
                 }
             }
-            assert_eq!(
-                tokenize_prefix_with::<false>(&text),
-                tokenize_prefix_with::<true>(&text),
-                "{text:?}"
-            );
+            assert_eq!(tokenize_prefix_with::<false>(&text), tokenize_prefix_with::<true>(&text), "{text:?}");
         }
     }
 

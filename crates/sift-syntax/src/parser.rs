@@ -1568,7 +1568,9 @@ mod tests {
         assert_eq!(ok("001.002.003.004"), (0x0102_0304, 4));
         assert_eq!(ok("255.255.255.255"), (u32::MAX, 4));
         assert_eq!(ok("0.0"), (0, 2));
-        for bad in ["", "1", "1.", ".1", "1..2", "1.2.3.4.5", "0.0.0.256", "2550.1", "1.0x2", "1.2 ", "-1.2"] {
+        let bad_forms =
+            ["", "1", "1.", ".1", "1..2", "1.2.3.4.5", "0.0.0.256", "2550.1", "1.0x2", "1.2 ", "-1.2"];
+        for bad in bad_forms {
             let e = ipv4_address(bad, sp).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert_eq!(e.message, format!("invalid IPv4 address '{bad}'"));
         }
