@@ -274,31 +274,33 @@ impl Pred {
     /// order, flattened one level; a new vector has room for two more
     /// operands (lowering chains `and`/`or` calls).
     fn joined(self, other: Pred, is_and: bool) -> Vec<Pred> {
-        let operands = |p: Pred| match p {
-            Pred::And(v) if is_and => Ok(v),
-            Pred::Or(v) if !is_and => Ok(v),
-            p => Err(p),
+        // Written to move each (56-byte) operand once.
+        let mut v = match self {
+            Pred::And(v) if is_and => v,
+            Pred::Or(v) if !is_and => v,
+            p => match other {
+                Pred::And(mut w) if is_and => {
+                    w.insert(0, p);
+                    return w;
+                }
+                Pred::Or(mut w) if !is_and => {
+                    w.insert(0, p);
+                    return w;
+                }
+                q => {
+                    let mut v = Vec::with_capacity(4);
+                    v.push(p);
+                    v.push(q);
+                    return v;
+                }
+            },
         };
-        match (operands(self), operands(other)) {
-            (Ok(mut v), Ok(w)) => {
-                v.extend(w);
-                v
-            }
-            (Ok(mut v), Err(q)) => {
-                v.push(q);
-                v
-            }
-            (Err(p), Ok(mut w)) => {
-                w.insert(0, p);
-                w
-            }
-            (Err(p), Err(q)) => {
-                let mut v = Vec::with_capacity(4);
-                v.push(p);
-                v.push(q);
-                v
-            }
+        match other {
+            Pred::And(w) if is_and => v.extend(w),
+            Pred::Or(w) if !is_and => v.extend(w),
+            q => v.push(q),
         }
+        v
     }
 }
 

@@ -555,9 +555,18 @@ pub fn tokenize(source: &str) -> Result<Vec<Token>, Error> {
 /// error before a bad token is reported first; the parser does the same
 /// with this.)
 pub fn tokenize_prefix(source: &str) -> (Vec<Token>, Option<Error>) {
+    tokenize_prefix_with::<false>(source)
+}
+
+/// [`tokenize_prefix`] with the fast lexer (`EXHAUSTIVE == false`) or the
+/// exhaustive one (see [`next_token_with`]).
+fn tokenize_prefix_with<const EXHAUSTIVE: bool>(source: &str) -> (Vec<Token>, Option<Error>) {
     let b = source.as_bytes();
     // About one token per four bytes of a long filter: one allocation
-    // instead of a dozen regrowths.
+    // instead of a dozen regrowths. (Larger first guesses were tried: they
+    // save a regrowth on some short filters, but the heap layout they leave
+    // behind slows the later stages of others more; one of 1 KiB or more
+    // also makes glibc consolidate its free chunks.)
     let mut out = Vec::with_capacity(b.len() / 4 + 1);
     let mut i = 0;
     while i < b.len() {
@@ -566,11 +575,11 @@ pub fn tokenize_prefix(source: &str) -> (Vec<Token>, Option<Error>) {
             i += 1;
             continue;
         }
-        let (len, tok) = match next_token(source, i) {
+        let (len, tok) = match next_token_with::<EXHAUSTIVE>(source, i) {
             Ok(t) => t,
             Err(e) => return (out, Some(e)),
         };
-        // `next_token` always consumes at least one byte, and stops on a
+        // `next_token_with` always consumes at least one byte, and stops on a
         // character boundary (multi-byte characters are either consumed
         // whole or reported as errors).
         let end = i + len.max(1);
@@ -617,61 +626,195 @@ enum Rule {
     Escaped,
 }
 
-/// A table of spellings (keywords or named constants) grouped by first
-/// byte, built once per process: finding the longest spelling a token
-/// starts with looks only at the spellings sharing its first byte.
-struct PrefixIndex<T: 'static> {
-    /// The table's entries, stably sorted by first byte.
-    sorted: Vec<(&'static str, T)>,
-    /// For each first byte, the range of `sorted` starting with it.
-    ranges: Vec<(u16, u16)>,
+/// What a keyword spelling or a named constant stands for.
+#[derive(Clone, Copy, Debug)]
+enum Word {
+    /// A keyword.
+    Kw(Kw),
+    /// A named constant's value.
+    Const(u32),
 }
 
-impl<T: Copy> PrefixIndex<T> {
-    fn new(table: &[(&'static str, T)]) -> PrefixIndex<T> {
-        let mut sorted = table.to_vec();
-        sorted.sort_by_key(|e| e.0.as_bytes().first().copied().unwrap_or(0));
-        let mut ranges = vec![(0u16, 0u16); 256];
-        for (k, e) in sorted.iter().enumerate() {
-            let r = &mut ranges[usize::from(e.0.as_bytes().first().copied().unwrap_or(0))];
-            let k = u16::try_from(k).unwrap_or(u16::MAX);
-            if r.0 == r.1 {
-                *r = (k, k);
+/// Slots of [`WordTable`] (a power of two, well above the ~190 words).
+const WORD_SLOTS: usize = 512;
+
+/// Every keyword spelling and named constant (all but `&&` and `||`) in
+/// one open-addressing hash table, built once per process.
+///
+/// Every such spelling matches `[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?`,
+/// so one that a token starts with is never longer than the identifier
+/// match at the same place, which the identifier rule always offers; it
+/// can only win (keywords rank before identifiers, constants too) when it
+/// is exactly as long, that is when the identifier's text *is* the
+/// spelling. So the scanner's "longest keyword or constant prefix" is one
+/// exact lookup of the identifier's text (see `next_token_with`; the tests
+/// check both ways agree).
+struct WordTable {
+    slots: Vec<Option<(&'static [u8], Word)>>,
+    /// Length of the longest spelling (longer texts are not looked up).
+    max_len: usize,
+}
+
+/// FNV-1a over the bytes of a word.
+fn word_hash(w: &[u8]) -> usize {
+    let h = w.iter().fold(0x811c_9dc5u32, |h, &c| (h ^ u32::from(c)).wrapping_mul(0x0100_0193));
+    h as usize
+}
+
+impl WordTable {
+    fn new() -> WordTable {
+        let mut slots: Vec<Option<(&'static [u8], Word)>> = vec![None; WORD_SLOTS];
+        let words = KEYWORDS
+            .iter()
+            .map(|&(s, k)| (s, Word::Kw(k)))
+            .chain(NAMED_CONSTANTS.iter().map(|&(s, v)| (s, Word::Const(v))));
+        let mut max_len = 0;
+        for (s, w) in words {
+            let s = s.as_bytes();
+            if s == b"&&" || s == b"||" {
+                continue;
             }
-            r.1 = k.saturating_add(1);
+            max_len = max_len.max(s.len());
+            let mut h = word_hash(s);
+            // Linear probing; the first spelling of a word would win (no
+            // word is listed twice).
+            while let Some(slot) = slots.get_mut(h % WORD_SLOTS) {
+                match slot {
+                    None => {
+                        *slot = Some((s, w));
+                        break;
+                    }
+                    Some((t, _)) if *t == s => break,
+                    Some(_) => h = h.wrapping_add(1),
+                }
+            }
         }
-        PrefixIndex { sorted, ranges }
+        WordTable { slots, max_len }
     }
 
-    /// The longest spelling that `rest` starts with: its length and value
-    /// (the earliest entry of the table among equally long ones).
-    fn longest_prefix(&self, rest: &[u8]) -> Option<(usize, T)> {
-        let first = *rest.first()?;
-        let (lo, hi) = self.ranges[usize::from(first)];
-        let mut found: Option<(usize, T)> = None;
-        for &(word, v) in self.sorted.get(usize::from(lo)..usize::from(hi)).unwrap_or_default() {
-            let w = word.as_bytes();
-            if rest.starts_with(w) && found.is_none_or(|(l, _)| w.len() > l) {
-                found = Some((w.len(), v));
+    /// The keyword or constant spelled exactly `w`.
+    fn get(&self, w: &[u8]) -> Option<Word> {
+        if w.len() > self.max_len {
+            return None;
+        }
+        let mut h = word_hash(w);
+        loop {
+            match self.slots.get(h % WORD_SLOTS)? {
+                None => return None,
+                // (An inline comparison: the words are short.)
+                Some((t, v)) if t.len() == w.len() && t.iter().zip(w).all(|(x, y)| x == y) => {
+                    return Some(*v)
+                }
+                Some(_) => h = h.wrapping_add(1),
             }
         }
-        found
     }
 }
 
-fn keyword_index() -> &'static PrefixIndex<Kw> {
-    static INDEX: OnceLock<PrefixIndex<Kw>> = OnceLock::new();
-    INDEX.get_or_init(|| PrefixIndex::new(KEYWORDS))
+fn word_table() -> &'static WordTable {
+    static TABLE: OnceLock<WordTable> = OnceLock::new();
+    TABLE.get_or_init(WordTable::new)
 }
 
-fn constant_index() -> &'static PrefixIndex<u32> {
-    static INDEX: OnceLock<PrefixIndex<u32>> = OnceLock::new();
-    INDEX.get_or_init(|| PrefixIndex::new(NAMED_CONSTANTS))
+/// The longest spelling of `table` that `rest` starts with: its length and
+/// value (the earliest entry among equally long ones). The scanner's
+/// definition, used by the exhaustive lexer (tests).
+fn longest_prefix<T: Copy>(table: &[(&str, T)], rest: &[u8]) -> Option<(usize, T)> {
+    let mut found: Option<(usize, T)> = None;
+    for &(word, v) in table {
+        let w = word.as_bytes();
+        if rest.starts_with(w) && found.is_none_or(|(l, _)| w.len() > l) {
+            found = Some((w.len(), v));
+        }
+    }
+    found
+}
+
+/// How far [`AddrRun`] looks: far enough to see the separators any MAC-48
+/// (17 characters), IPv6 group part (`::` starts within 34 characters, the
+/// sixth `:` of a full form within 30) or malformed MAC (its second `:`
+/// within 6) needs.
+const ADDR_WINDOW: usize = 40;
+
+/// The separators in the run of address characters (`[0-9A-Fa-fxX:.-]`,
+/// at most [`ADDR_WINDOW`] of them) at a position: cheap necessary
+/// conditions for the address rules, which are costly to try (the
+/// patterns backtrack), so that a token like `20` or `tcp` does not try
+/// them at all.
+#[derive(Clone, Copy, Debug)]
+struct AddrRun {
+    /// Hex digits at the start.
+    hex: usize,
+    /// `:` count.
+    colons: usize,
+    /// `-` count.
+    dashes: usize,
+    /// `.` count.
+    dots: usize,
+    /// Whether `::` occurs.
+    dcolon: bool,
+}
+
+impl AddrRun {
+    /// No pruning: every address rule is tried (the exhaustive lexer).
+    const ANY: AddrRun =
+        AddrRun { hex: usize::MAX, colons: usize::MAX, dashes: usize::MAX, dots: usize::MAX, dcolon: true };
+
+    /// No address rule can match.
+    const NONE: AddrRun = AddrRun { hex: 0, colons: 0, dashes: 0, dots: 0, dcolon: false };
+
+    fn at(b: &[u8], i: usize) -> AddrRun {
+        let mut r = AddrRun { hex: 0, colons: 0, dashes: 0, dots: 0, dcolon: false };
+        let window = b.get(i..(i + ADDR_WINDOW).min(b.len())).unwrap_or_default();
+        r.hex = window.iter().take_while(|&&c| is_hex(c)).count();
+        let mut prev = 0u8;
+        for &c in window.get(r.hex..).unwrap_or_default() {
+            match c {
+                b':' => {
+                    r.colons += 1;
+                    r.dcolon |= prev == b':';
+                }
+                b'-' => r.dashes += 1,
+                b'.' => r.dots += 1,
+                b'x' | b'X' => {}
+                _ if is_hex(c) => {}
+                _ => break,
+            }
+            prev = c;
+        }
+        r
+    }
+
+    /// A MAC-48 is 12 hex digits, 1-2 hex digits and 5 of one separator,
+    /// or 4 hex digits and 2 `.` (`xxxx.xxxx.xxxx`).
+    fn may_be_mac(&self) -> bool {
+        self.hex >= 12
+            || (self.hex <= 2 && (self.colons >= 5 || self.dashes >= 5 || self.dots >= 5))
+            || (self.hex == 4 && self.dots >= 2)
+    }
+
+    /// An IPv6 address has `::`, or 7 groups (6 before an IPv4 part).
+    fn may_be_v6(&self) -> bool {
+        self.dcolon || self.colons >= 6
+    }
+
+    /// `{B}:+({B}:+)+` has two `:`.
+    fn may_be_bad_mac(&self) -> bool {
+        self.colons >= 2
+    }
+
+    /// Whether a MAC-48, IPv6 or malformed MAC rule may match.
+    fn may_be_address(&self) -> bool {
+        self.may_be_mac() || self.may_be_v6() || self.may_be_bad_mac()
+    }
 }
 
 /// Lexes the token starting at byte `i` (not whitespace): its length and
-/// value.
-fn next_token(source: &str, i: usize) -> Result<(usize, Tok), Error> {
+/// value. `EXHAUSTIVE` tries every rule at every position the
+/// way the scanner is specified (the longest keyword and constant prefix
+/// by a scan of the tables, no address pre-checks): the reference the
+/// tests compare the fast path with.
+fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(usize, Tok), Error> {
     let b = source.as_bytes();
     // (length, rule): the longest wins, ties go to the earliest rule.
     let mut best: Option<(usize, Rule)> = None;
@@ -685,15 +828,63 @@ fn next_token(source: &str, i: usize) -> Result<(usize, Tok), Error> {
         }
     };
     let rest = b.get(i..).unwrap_or_default();
-    let kw = keyword_index().longest_prefix(rest);
+    let c = at(b, i);
+    let two = b.get(i..i + 2).unwrap_or(&[]);
+    let ident = match_ident(b, i);
+    // The address rules (MAC-48, IPv6, malformed MAC) start with ':' or a
+    // hex digit; with a hex digit, they need 12 hex digits or a separator
+    // right after the first run of hex digits.
+    let shape = if EXHAUSTIVE {
+        AddrRun::ANY
+    } else if c == b':'
+        || (is_hex(c) && {
+            let h = run(b, i, is_hex);
+            h >= 12 || matches!(at(b, i + h), b':' | b'.' | b'-')
+        })
+    {
+        AddrRun::at(b, i)
+    } else {
+        AddrRun::NONE
+    };
+    // A word (letters) or a number (digits) with no address rule in sight
+    // (the common case): only the identifier, keyword, constant and
+    // number rules can match, the number only as long as the identifier.
+    let word_or_number = ident > 0 && !shape.may_be_address() && !(c.is_ascii_digit() && match_hid(b, i) > 0);
+    if !EXHAUSTIVE && word_or_number {
+        let text = source.get(i..i + ident).unwrap_or("");
+        let tok = if match_num(b, i) == ident {
+            Tok::Num(parse_number(text, span(i, i + ident))?)
+        } else {
+            match word_table().get(text.as_bytes()) {
+                Some(Word::Kw(k)) => Tok::Kw(k),
+                Some(Word::Const(v)) => Tok::Num(v),
+                None => Tok::Id(text.to_string()),
+            }
+        };
+        return Ok((ident, tok));
+    }
+    let (kw, constant) = if EXHAUSTIVE {
+        (longest_prefix(KEYWORDS, rest), longest_prefix(NAMED_CONSTANTS, rest))
+    } else if c.is_ascii_alphabetic() {
+        // Every spelling but `&&` and `||` starts with a letter.
+        match word_table().get(rest.get(..ident).unwrap_or_default()) {
+            Some(Word::Kw(k)) => (Some((ident, k)), None),
+            Some(Word::Const(v)) => (None, Some((ident, v))),
+            None => (None, None),
+        }
+    } else {
+        match two {
+            b"&&" => (Some((2, Kw::And)), None),
+            b"||" => (Some((2, Kw::Or)), None),
+            _ => (None, None),
+        }
+    };
     if let Some((l, _)) = kw {
         consider(l, Rule::Keyword);
     }
-    let c = at(b, i);
-    if b"+-*/%:[]!<>()&|^=".contains(&c) {
+    if b"+-*/%:[]!<>()&|^=".iter().any(|&p| p == c) {
         consider(1, Rule::Punct1);
     }
-    let two = b.get(i..i + 2).unwrap_or(&[]);
     if matches!(two, b">=" | b"<=" | b"!=" | b"==" | b"<<" | b">>") {
         consider(2, Rule::Punct2);
     }
@@ -703,16 +894,24 @@ fn next_token(source: &str, i: usize) -> Result<(usize, Tok), Error> {
             consider(1 + h, Rule::Aid);
         }
     }
-    consider(match_mac(b, i), Rule::Mac);
-    consider(match_num(b, i), Rule::Num);
-    consider(match_hid(b, i), Rule::Hid);
-    consider(match_v6(b, i), Rule::Hid6);
-    consider(match_bad_mac(b, i), Rule::BadMac);
-    let constant = constant_index().longest_prefix(rest);
+    // The address rules need a hex digit or ':' first.
+    if EXHAUSTIVE || is_hex(c) || c == b':' {
+        if shape.may_be_mac() {
+            consider(match_mac(b, i), Rule::Mac);
+        }
+        consider(match_num(b, i), Rule::Num);
+        consider(match_hid(b, i), Rule::Hid);
+        if shape.may_be_v6() {
+            consider(match_v6(b, i, &shape), Rule::Hid6);
+        }
+        if shape.may_be_bad_mac() {
+            consider(match_bad_mac(b, i), Rule::BadMac);
+        }
+    }
     if let Some((l, _)) = constant {
         consider(l, Rule::Constant);
     }
-    consider(match_ident(b, i), Rule::Ident);
+    consider(ident, Rule::Ident);
     if c == b'\\' {
         let n = run(b, i + 1, |c| !matches!(c, b' ' | b'!' | b'(' | b')' | b'\n' | b'\t'));
         if n > 0 {
@@ -908,10 +1107,18 @@ fn match_atoms(b: &[u8], i: usize, atoms: &[Atom]) -> Option<usize> {
     }
 }
 
+/// One of libpcap's IPv6 patterns, with what it needs of the text.
+struct V6Pattern {
+    atoms: Vec<Atom>,
+    /// The number of `:` in every match (the IPv4 part has none).
+    colons: usize,
+    /// Whether a match starts with `:` (`::...`), rather than a hex digit.
+    lead_colon: bool,
+}
+
 /// The 59 IPv6 patterns of libpcap's scanner, as atom lists.
-fn v6_patterns() -> &'static [Vec<Atom>] {
-    use std::sync::OnceLock;
-    static PATTERNS: OnceLock<Vec<Vec<Atom>>> = OnceLock::new();
+fn v6_patterns() -> &'static [V6Pattern] {
+    static PATTERNS: OnceLock<Vec<V6Pattern>> = OnceLock::new();
     PATTERNS.get_or_init(|| {
         const W: Atom = Atom::Hex(1, 4);
         let ipv4 = [Atom::N, Atom::Lit(b'.'), Atom::N, Atom::Lit(b'.'), Atom::N, Atom::Lit(b'.'), Atom::N];
@@ -957,12 +1164,26 @@ fn v6_patterns() -> &'static [Vec<Atom>] {
                 }
             }
         }
-        all
+        all.into_iter()
+            .map(|atoms: Vec<Atom>| {
+                let colons = atoms
+                    .iter()
+                    .map(|a| match a {
+                        Atom::Lit(b':') => 1,
+                        Atom::DColon => 2,
+                        _ => 0,
+                    })
+                    .sum();
+                let lead_colon = matches!(atoms.first(), Some(Atom::DColon | Atom::Lit(b':')));
+                V6Pattern { atoms, colons, lead_colon }
+            })
+            .collect()
     })
 }
 
-/// Longest IPv6-pattern match at `i` (0: none).
-fn match_v6(b: &[u8], i: usize) -> usize {
+/// Longest IPv6-pattern match at `i` (0: none), trying only the patterns
+/// whose `:` count and first character fit `shape`.
+fn match_v6(b: &[u8], i: usize, shape: &AddrRun) -> usize {
     // Every pattern contains ':' within its first five characters.
     let c = at(b, i);
     if !(is_hex(c) || c == b':') {
@@ -972,7 +1193,13 @@ fn match_v6(b: &[u8], i: usize) -> usize {
     if !window.contains(&b':') {
         return 0;
     }
-    v6_patterns().iter().filter_map(|p| match_atoms(b, i, p)).max().map_or(0, |e| e - i)
+    let exhaustive = shape.colons == usize::MAX;
+    v6_patterns()
+        .iter()
+        .filter(|p| exhaustive || (p.colons <= shape.colons && p.lead_colon == (c == b':')))
+        .filter_map(|p| match_atoms(b, i, &p.atoms))
+        .max()
+        .map_or(0, |e| e - i)
 }
 
 /// Longest MAC-48 match at `i` (0: none).
@@ -1238,6 +1465,73 @@ mod tests {
         let t = tokenize(" tcp\r\n\tport\t80 ").unwrap_or_default();
         let spans: Vec<Span> = t.iter().map(|t| t.span).collect();
         assert_eq!(spans, vec![Span::new(1, 4), Span::new(7, 11), Span::new(12, 14)]);
+    }
+
+    /// Every keyword and constant spelling but `&&` and `||` is an
+    /// identifier ending in a letter or digit, made of `[-a-z0-9]` (what
+    /// the exact-lookup shortcut relies on), and the table finds it.
+    #[test]
+    fn word_table_holds_every_spelling() {
+        let words = KEYWORDS
+            .iter()
+            .map(|&(s, k)| (s, Some(k), None))
+            .chain(NAMED_CONSTANTS.iter().map(|&(s, v)| (s, None, Some(v))));
+        let mut n = 0;
+        for (s, k, v) in words {
+            if s == "&&" || s == "||" {
+                continue;
+            }
+            n += 1;
+            assert_eq!(match_ident(s.as_bytes(), 0), s.len(), "{s}");
+            assert!(s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-'), "{s}");
+            match word_table().get(s.as_bytes()) {
+                Some(Word::Kw(x)) => assert_eq!(Some(x), k, "{s}"),
+                Some(Word::Const(x)) => assert_eq!(Some(x), v, "{s}"),
+                None => panic!("{s} missing"),
+            }
+        }
+        let filled = word_table().slots.iter().filter(|s| s.is_some()).count();
+        assert_eq!(filled, n, "a spelling is listed twice");
+        assert!(word_table().get(b"tcpx").is_none());
+        assert!(word_table().get(b"").is_none());
+    }
+
+    /// The fast lexer (exact word lookups, address pre-checks) and the
+    /// exhaustive one give the same tokens, spans and errors on random
+    /// texts built from spellings, hex and digit runs and separators.
+    #[test]
+    fn fast_lexer_agrees_with_exhaustive_one() {
+        let mut frags: Vec<&str> =
+            KEYWORDS.iter().map(|e| e.0).chain(NAMED_CONSTANTS.iter().map(|e| e.0)).collect();
+        let pieces = "0 1 12 123 1234 12345 255 256 0x 0X1f 08 a ab abc abcd F fe80 g z : :: . - _ / $ \\ \
+                      ( ) [ ] ! = < > & | é 4294967296 1.2.3.4 aa:bb:cc:dd:ee:ff 1:2:3:4:5:6:7 \
+                      aabb.ccdd.eeff aabbccddeeff a-b-c-d-e-f 1.2.3.4.5.6 1.2.3.4.5 ::ffff:1.2.3.4 \
+                      fe80::1 1:2:: 1111:2222:3333:4444:5555:6666:7777::";
+        frags.extend(pieces.split_whitespace());
+        frags.push(" ");
+        let alphabets: [&[u8]; 4] =
+            [b"0123456789abcdefABCDEFx:.-/ ", b"0123456789aAfFxX:.-$\\_g ()[]&|!<>=", b"01:.f", b"0f.-"];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % n as u64).unwrap_or(0)
+        };
+        for k in 0..60_000 {
+            let mut text = String::new();
+            if k % 2 == 0 {
+                for _ in 0..next(9) {
+                    text.push_str(frags[next(frags.len())]);
+                }
+            } else {
+                let a = alphabets[next(alphabets.len())];
+                for _ in 0..next(45) {
+                    text.push(char::from(a[next(a.len())]));
+                }
+            }
+            assert_eq!(tokenize_prefix_with::<false>(&text), tokenize_prefix_with::<true>(&text), "{text:?}");
+        }
     }
 
     #[test]

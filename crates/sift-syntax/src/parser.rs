@@ -347,15 +347,25 @@ impl Parser<'_> {
                 Ok((self.build_boxed(&raw, q)?, q))
             }
             Some(Tok::Num(_) | Tok::Punct(Punct::LParen) | Tok::Kw(Kw::Not)) => {
-                let id_try = self.attempt(|p| {
+                let try_id = |p: &mut Self| {
                     let raw = p.id()?;
                     if p.at_id_follow() {
                         Ok(raw)
                     } else {
                         Err(p.unexpected(""))
                     }
-                })?;
-                let id_err = match id_try {
+                };
+                if self.id_fails_after_paren() {
+                    // The id cannot match: try the term first, and build
+                    // the id's error only if it is needed.
+                    let term_err = match self.attempt(|p| p.term(q))? {
+                        Ok(r) => return Ok(r),
+                        Err(e) => e,
+                    };
+                    let id_err = self.attempt(try_id)?.err().unwrap_or_else(|| term_err.clone());
+                    return Err(furthest(id_err, term_err));
+                }
+                let id_err = match self.attempt(try_id)? {
                     Ok(raw) => return Ok((self.build_boxed(&raw, q)?, q)),
                     Err(e) => e,
                 };
@@ -404,6 +414,16 @@ impl Parser<'_> {
                 let (e, q) = self.nested(|p| p.term(q_in))?;
                 Ok((Box::new(Expr::Not(e, not_span)), q))
             }
+            Next::Paren if self.relation_fails_after_paren() => {
+                // The relation cannot match: try `( expr )` first, and
+                // build the relation's error only if it is needed.
+                let paren_err = match self.attempt(|p| p.paren_expr(q_in))? {
+                    Ok(e) => return Ok((e, q_in)),
+                    Err(e) => e,
+                };
+                let rel_err = self.attempt(|p| p.relation())?.err().unwrap_or_else(|| paren_err.clone());
+                Err(furthest(rel_err, paren_err))
+            }
             Next::Paren => {
                 let rel_err = match self.attempt(|p| p.relation())? {
                     Ok(e) => return Ok((e, None)),
@@ -424,6 +444,34 @@ impl Parser<'_> {
             }
             Next::Bad => Err(self.unexpected("a primitive")),
         }
+    }
+
+    /// At a `(` followed by a keyword other than `not`: an `id` cannot
+    /// start here (`( pid )` needs an address, name, number, `(` or `not`),
+    /// and trying one fails at that keyword without reaching the nesting
+    /// limit, leaving no trace but its error (which does not depend on
+    /// what is parsed before it: the token before the keyword is no bare
+    /// name). So the alternatives may be tried in the other order.
+    fn id_fails_after_paren(&self) -> bool {
+        self.is_punct(Punct::LParen)
+            && self.depth + 2 < MAX_DEPTH
+            && matches!(self.peek_at(1), Some(Tok::Kw(k)) if *k != Kw::Not)
+    }
+
+    /// At a `(` followed by a keyword that starts no arithmetic operand
+    /// (not `len`, not `proto [`): the relation fails at that keyword,
+    /// like [`Self::id_fails_after_paren`]. (Its one side effect, the
+    /// memo of `(` tokens that start no operand, only saves time.)
+    fn relation_fails_after_paren(&self) -> bool {
+        self.is_punct(Punct::LParen)
+            && self.depth + 3 < MAX_DEPTH
+            && match self.peek_at(1) {
+                Some(Tok::Kw(k)) => {
+                    *k != Kw::Len
+                        && !(pname(*k).is_some() && self.peek_at(2) == Some(&Tok::Punct(Punct::LBracket)))
+                }
+                _ => false,
+            }
     }
 
     /// `( expr )`.
@@ -605,7 +653,8 @@ impl Parser<'_> {
             }
             _ => self.nid_leaf()?,
         };
-        let mut rest = Vec::new();
+        // Room for a list of a few names or addresses, with one allocation.
+        let mut rest = Vec::with_capacity(8);
         loop {
             let op = match self.peek_kw() {
                 Some(Kw::And) => BoolOp::And,
@@ -1305,19 +1354,29 @@ fn addr_qual_check(q: Qual, what: &str, sp: Span) -> PResult<()> {
 /// zeros allowed), each at most 255, packed from the top byte down.
 fn ipv4_address(text: &str, sp: Span) -> PResult<(u32, u8)> {
     let bad = || Error::new(format!("invalid IPv4 address '{text}'"), sp);
+    // 2 to 4 dot-separated parts of decimal digits, each at most 255
+    // (checked digit by digit); one pass over the bytes.
     let mut addr: u32 = 0;
     let mut parts: u8 = 0;
-    for part in text.split('.') {
-        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) || parts >= 4 {
-            return Err(bad());
+    let mut part: Option<u32> = None;
+    for &c in text.as_bytes().iter().chain([&b'.']) {
+        match c {
+            b'0'..=b'9' => {
+                let n = part.unwrap_or(0) * 10 + u32::from(c - b'0');
+                if n > 255 {
+                    return Err(bad());
+                }
+                part = Some(n);
+            }
+            b'.' => match part.take() {
+                Some(v) if parts < 4 => {
+                    addr = (addr << 8) | v;
+                    parts += 1;
+                }
+                _ => return Err(bad()),
+            },
+            _ => return Err(bad()),
         }
-        let v = part.bytes().try_fold(0u32, |acc, d| {
-            let n = acc * 10 + u32::from(d - b'0');
-            (n <= 255).then_some(n)
-        });
-        let v = v.ok_or_else(bad)?;
-        addr = (addr << 8) | v;
-        parts += 1;
     }
     if parts < 2 {
         return Err(bad());
@@ -1493,5 +1552,27 @@ fn llc_kind(name: &str, sp: Span) -> PResult<Llc> {
         lookup(LLC_SUBTYPES, name)
             .map(Llc::Subtype)
             .ok_or_else(|| Error::new(format!("unknown LLC type name \"{name}\""), sp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv4_address_forms() {
+        let sp = Span::new(0, 0);
+        let ok = |t: &str| ipv4_address(t, sp).unwrap_or_else(|e| panic!("{t}: {e:?}"));
+        assert_eq!(ok("1.2"), (0x0102_0000, 2));
+        assert_eq!(ok("1.2.3"), (0x0102_0300, 3));
+        assert_eq!(ok("001.002.003.004"), (0x0102_0304, 4));
+        assert_eq!(ok("255.255.255.255"), (u32::MAX, 4));
+        assert_eq!(ok("0.0"), (0, 2));
+        let bad_forms =
+            ["", "1", "1.", ".1", "1..2", "1.2.3.4.5", "0.0.0.256", "2550.1", "1.0x2", "1.2 ", "-1.2"];
+        for bad in bad_forms {
+            let e = ipv4_address(bad, sp).err().unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert_eq!(e.message, format!("invalid IPv4 address '{bad}'"));
+        }
     }
 }
