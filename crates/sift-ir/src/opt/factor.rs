@@ -145,6 +145,70 @@ impl Entry {
     }
 }
 
+/// The [`eq_tests`] of a guard (if it has one).
+type Tests<'a> = Option<(&'a Value, &'a [Pred])>;
+
+/// The look-back of [`merge_entries`] and [`nothing_to_merge`] over the
+/// guards placed so far: for each of the last [`MAX_MOVE`], whether it has
+/// equality tests of the same value as the one before it. So walking back
+/// over a long run of tests of one value (`port 1 or port 2 or ...`)
+/// compares that value once, not once per guard passed.
+#[derive(Default)]
+struct LookBack {
+    /// How many guards (or alternatives without one) were placed.
+    len: usize,
+    /// Bit `i`: guard `len - 1 - i` tests the same value as the one before.
+    same: u64,
+}
+
+impl LookBack {
+    /// Walks back from the last guard placed (`guard_at` gives each one),
+    /// at most [`MAX_MOVE`] of them, past guards exclusive with `g` (whose
+    /// tests are `g_tests`): `Ok` with the position of the first one equal
+    /// to `g` if the walk gets to one, or `Err` with whether `g` tests the
+    /// same value as the last guard.
+    fn find<'a>(&self, guard_at: impl Fn(usize) -> Option<&'a Pred>, g: &Pred, g_tests: Tests<'_>) -> Result<usize, bool> {
+        let n = self.len;
+        let mut same_as_last = false;
+        for (i, j) in (n.saturating_sub(MAX_MOVE)..n).rev().enumerate() {
+            let Some(h) = guard_at(j) else { break };
+            let (Some((gv, gt)), Some((hv, ht))) = (g_tests, eq_tests(h)) else {
+                // Not two sets of equalities: never exclusive.
+                return if h == g { Ok(j) } else { Err(same_as_last) };
+            };
+            // Past the last guard, the walk only goes on over guards testing
+            // the same value as `g`, so the value of guard `j + 1` is `g`'s.
+            let same_value = if i == 0 {
+                same_as_last = hv == gv;
+                same_as_last
+            } else {
+                self.same >> (i - 1) & 1 == 1
+            };
+            if !same_value {
+                // Neither equal nor exclusive.
+                break;
+            }
+            // Two guards of equalities of one value are equal when they have
+            // the same form (a test or an `or`) and the same constants.
+            let same_form = matches!(h, Pred::Test(_)) == matches!(g, Pred::Test(_));
+            if same_form && ht.len() == gt.len() && constants(ht).eq(constants(gt)) {
+                return Ok(j);
+            }
+            if constants(gt).any(|x| constants(ht).any(|y| y == x)) {
+                break;
+            }
+        }
+        Err(same_as_last)
+    }
+
+    /// Records that a guard was placed after the last one, testing the
+    /// same value (`same_as_last`, from [`LookBack::find`]) or not.
+    fn push(&mut self, same_as_last: bool) {
+        self.len += 1;
+        self.same = self.same << 1 | u64::from(same_as_last);
+    }
+}
+
 fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
     let alts = match fold::or_vec(alts) {
         Pred::Or(v) => v,
@@ -160,34 +224,27 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 /// each one apart.
 pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
+    let mut look = LookBack::default();
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
             Ok(x) => x,
             Err(p) => {
                 out.push(Entry::Plain(p));
+                look.push(false);
                 continue;
             }
         };
-        let mut target = None;
-        let g_tests = eq_tests(&g);
-        for (k, e) in out.iter().enumerate().rev().take(MAX_MOVE) {
-            match e {
-                Entry::Guarded(h, _) if *h == g => {
-                    target = Some(k);
-                    break;
-                }
-                _ if e.guard().is_some_and(|h| disjoint(eq_tests(h), g_tests)) => {}
-                _ => break,
-            }
-        }
-        match target {
-            Some(k) => {
+        match look.find(|k| out[k].guard(), &g, eq_tests(&g)) {
+            Ok(k) => {
                 if let Entry::Guarded(_, rests) = &mut out[k] {
                     rests.push(rest);
                 }
                 // The alternative moved before exclusive ones: fine.
             }
-            None => out.push(Entry::Guarded(g, vec![rest])),
+            Err(same_as_last) => {
+                out.push(Entry::Guarded(g, vec![rest]));
+                look.push(same_as_last);
+            }
         }
     }
     let rebuilt = out.into_iter().map(|e| match e {
@@ -216,8 +273,9 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
     // The guard and rest of the alternative before, if it could start a
     // run of `merge_same_rests`.
-    let mut run: Option<(&Pred, &[Pred])> = None;
-    for (k, alt) in alts.iter().enumerate() {
+    let mut run: Option<(Tests<'_>, &[Pred])> = None;
+    let mut look = LookBack::default();
+    for alt in alts {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
@@ -228,23 +286,21 @@ pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
             p if is_guard(p) => (p, &[]),
             _ => {
                 run = None;
+                look.push(false);
                 continue;
             }
         };
         // The walk of `merge_alternatives` looking for a guard to join.
         let g_tests = eq_tests(g);
-        for h in alts[..k].iter().rev().take(MAX_MOVE).map(guard_of) {
-            match h {
-                Some(h) if h == g => return false,
-                Some(h) if disjoint(eq_tests(h), g_tests) => {}
-                _ => break,
-            }
+        match look.find(|k| guard_of(&alts[k]), g, g_tests) {
+            Ok(_) => return false,
+            Err(same_as_last) => look.push(same_as_last),
         }
-        if eq_tests(g).is_some() && !rest.is_empty() {
-            if run.is_some_and(|(h, r)| r == rest && exclusive(h, g)) {
+        if g_tests.is_some() && !rest.is_empty() {
+            if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
                 return false;
             }
-            run = Some((g, rest));
+            run = Some((g_tests, rest));
         } else {
             run = None;
         }
