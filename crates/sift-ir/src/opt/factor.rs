@@ -29,20 +29,42 @@ const MAX_MOVE: usize = 64;
 
 /// Factors and distributes, copying at most `budget` nodes in all.
 pub fn factor(p: Pred, budget: &mut usize) -> Pred {
+    factor_noting(p, budget, &mut false)
+}
+
+/// [`factor`], setting `changed` when the result may differ from `p` (it
+/// is left alone only when the result is certainly `p` itself).
+pub(crate) fn factor_noting(p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
     match p {
-        Pred::Not(q) => match factor(*q, budget) {
-            Pred::Not(r) => *r,
+        Pred::Not(q) => match factor_noting(*q, budget, changed) {
+            Pred::Not(r) => {
+                *changed = true;
+                *r
+            }
             q => Pred::Not(Box::new(q)),
         },
         Pred::And(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
-            distribute(v, budget)
+            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
+            distribute(v, budget, changed)
         }
         Pred::Or(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
-            merge_alternatives(v, budget)
+            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
+            merge_alternatives(v, budget, changed)
         }
         p => p,
+    }
+}
+
+/// [`fold::and_vec`] (`is_and`) or [`fold::or_vec`] of the operands of a
+/// node, setting `changed` unless it gives the node back as it was.
+fn rejoin(v: Vec<Pred>, is_and: bool, changed: &mut bool) -> Pred {
+    if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and)) {
+        *changed = true;
+    }
+    if is_and {
+        fold::and_vec(v)
+    } else {
+        fold::or_vec(v)
     }
 }
 
@@ -209,14 +231,17 @@ impl LookBack {
     }
 }
 
-fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    let alts = match fold::or_vec(alts) {
+/// Merges the alternatives of an `or` (see the module documentation),
+/// setting `changed` unless the `or` stays as it was.
+fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+    let alts = match rejoin(alts, false, changed) {
         Pred::Or(v) => v,
         p => return p,
     };
     if nothing_to_merge(&alts) {
-        return fold::or_vec(alts);
+        return rejoin(alts, false, changed);
     }
+    *changed = true;
     merge_entries(alts, budget)
 }
 
@@ -255,7 +280,7 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
                 and_with_guard(g, rest)
             } else {
                 let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
-                let inner = merge_alternatives(inner, budget);
+                let inner = merge_alternatives(inner, budget, &mut true);
                 fold::and([g, inner])
             }
         }
@@ -374,8 +399,10 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
     alts.len() >= 2
 }
 
-fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
-    let mut v = match fold::and_vec(v) {
+/// Distributes an `and` over the first `or` operand it can, setting
+/// `changed` unless the `and` stays as it was.
+fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+    let mut v = match rejoin(v, true, changed) {
         Pred::And(v) => v,
         p => return p,
     };
@@ -402,16 +429,18 @@ fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
         other => {
             v.extend(other);
             v.extend(rest);
+            *changed = true;
             return Pred::And(v);
         }
     };
     *budget -= cost;
+    *changed = true;
     let n = alts.len();
     let mut new_alts = Vec::with_capacity(n);
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
         let r = if j + 1 == n { rest.take().unwrap_or_default() } else { rest.clone().unwrap_or_default() };
-        new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget));
+        new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget, changed));
     }
     v.push(Pred::Or(new_alts));
     fold::and_vec(v)

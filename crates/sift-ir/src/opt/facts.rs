@@ -27,7 +27,6 @@
 //! once for all of them.
 
 use std::cell::Cell;
-use std::hash::Hasher;
 
 use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
@@ -78,53 +77,6 @@ enum Undo {
     Fact(u32),
 }
 
-/// A small, fast hasher for the optimizer's whole-tree fingerprint
-/// (`opt::run`; the path facts number values with
-/// [`ValueNumbers`](super::numbering::ValueNumbers)): the keyed SipHash of
-/// the standard library buys nothing on the filter being compiled. Each
-/// word is mixed in with a rotate, an xor and a multiplication by an odd
-/// constant (a multiplicative hash).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct WordHasher(u64);
-
-impl WordHasher {
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.mix(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-        }
-        for &b in chunks.remainder() {
-            self.mix(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.mix(u64::from(n));
-    }
-    fn write_u16(&mut self, n: u16) {
-        self.mix(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.mix(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.mix(n);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.mix(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        // Fold the well-mixed high bits down: hashbrown uses the top 7 bits
-        // as tags and the low bits as the bucket index.
-        self.0 ^ (self.0 >> 29)
-    }
-}
-
 /// What the path to the current node established. Values (atoms, tested
 /// values) are numbered once per pass ([`Env::id`]: one copy of each
 /// distinct value), so the path state and its undo log hold numbers only.
@@ -141,6 +93,9 @@ struct Env {
     /// last) are known to be (see [`S::known`]); one vector for all.
     known: Vec<Option<bool>>,
     log: Vec<Undo>,
+    /// Whether the pass changed anything so far (set whenever the result
+    /// may differ from the input).
+    changed: bool,
 }
 
 /// Passes with at most this many values leave their [`Env`] to the next
@@ -164,6 +119,7 @@ impl Env {
         let used = env.done.len();
         env.facts.iter_mut().take(used).for_each(Vec::clear);
         env.len = 0;
+        env.changed = false;
         env.ids.clear();
         env.done.clear();
         env.log.clear();
@@ -357,8 +313,15 @@ impl S {
 
 /// Rewrites `p` with what each path has already established.
 pub fn simplify(p: Pred) -> Pred {
+    simplify_noting(p, &mut false)
+}
+
+/// [`simplify`], setting `changed` when the result may differ from `p` (it
+/// is left alone only when the result is certainly `p` itself).
+pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
     let mut env = Env::take();
     let p = simp(p, &mut env, Ctx::AbortIsFalse).p;
+    *changed |= env.changed;
     env.give_back();
     p
 }
@@ -368,15 +331,23 @@ fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
         Pred::True => S::constant(true),
         Pred::False => S::constant(false),
         Pred::Test(t) => match env.decide(&t) {
-            Some(b) if env.test_covered(&t) || allows(ctx, b) => S::constant(b),
+            Some(b) if env.test_covered(&t) || allows(ctx, b) => {
+                env.changed = true;
+                S::constant(b)
+            }
             known => S { p: Pred::Test(t), known },
         },
         Pred::Not(q) => {
             let s = simp(*q, env, ctx.negated());
             let p = match s.p {
-                Pred::True => Pred::False,
-                Pred::False => Pred::True,
-                Pred::Not(r) => *r,
+                Pred::True | Pred::False | Pred::Not(_) => {
+                    env.changed = true;
+                    match s.p {
+                        Pred::True => Pred::False,
+                        Pred::Not(r) => *r,
+                        _ => Pred::True,
+                    }
+                }
                 q => Pred::Not(Box::new(q)),
             };
             S { p, known: s.known.map(|b| !b) }
@@ -404,8 +375,9 @@ fn simple_lhs(p: &Pred) -> Option<&Value> {
 }
 
 /// Stable grouping of simple tests by their left operand (groups in the
-/// order of their first test; other operands count as `Const(0)`).
-fn group_by_value(ps: &mut [Pred]) {
+/// order of their first test; other operands count as `Const(0)`);
+/// whether that moved any.
+fn group_by_value(ps: &mut [Pred]) -> bool {
     static OTHER: Value = Value::Const(0);
     fn key(p: &Pred) -> &Value {
         simple_lhs(p).unwrap_or(&OTHER)
@@ -424,6 +396,10 @@ fn group_by_value(ps: &mut [Pred]) {
         };
         tagged.push((g, Pred::True));
     }
+    if tagged.windows(2).all(|w| w[0].0 <= w[1].0) {
+        // Grouped already.
+        return false;
+    }
     for (t, p) in tagged.iter_mut().zip(ps.iter_mut()) {
         t.1 = std::mem::replace(p, Pred::True);
     }
@@ -432,6 +408,7 @@ fn group_by_value(ps: &mut [Pred]) {
     for (slot, (_, p)) in ps.iter_mut().zip(tagged) {
         *slot = p;
     }
+    true
 }
 
 /// `and` (`is_and`) or `or`: `unit` is the operand value that lets
@@ -449,7 +426,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
             let rest = &v[i..];
             if rest.iter().all(|p| simple_lhs(p).is_some() && env.pred_covered(p)) {
-                group_by_value(&mut v[i..]);
+                env.changed |= group_by_value(&mut v[i..]);
                 grouped = true;
             }
         }
@@ -457,26 +434,30 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
         let s = simp(c, env, cctx);
         match (&s.p, s.known) {
-            (Pred::True, _) if unit => {}
-            (Pred::False, _) if !unit => {}
+            (Pred::True, _) if unit => env.changed = true,
+            (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
                 out.push(s.p);
                 env.known.push(s.known);
+                env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
                 out.push(s.p);
                 env.known.push(s.known);
+                env.changed |= i + 1 < n;
                 break;
             }
             _ => {
                 env.assume(&s.p, unit);
                 match s.p {
                     Pred::And(w) if is_and => {
+                        env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
                         out.extend(w);
                     }
                     Pred::Or(w) if !is_and => {
+                        env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
                         out.extend(w);
                     }
@@ -507,6 +488,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         out.swap(kept, j);
         kept += 1;
     }
+    env.changed |= kept < out.len();
     out.truncate(kept);
     env.known.truncate(known_base);
     let known = match last {
@@ -515,6 +497,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         _ if all_unit => Some(unit),
         _ => None,
     };
+    env.changed |= out.len() < 2;
     let p = match out.len() {
         0 => if unit { Pred::True } else { Pred::False },
         1 => out.pop().unwrap_or(Pred::True),
@@ -523,6 +506,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     };
     if let Some(b) = known {
         if allows(ctx, b) || env.pred_covered(&p) {
+            env.changed = true;
             return S::constant(b);
         }
     }

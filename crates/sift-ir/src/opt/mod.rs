@@ -95,37 +95,26 @@ fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
-    let mut before_round = None;
-    for round in 0..rounds {
-        // A round that changed nothing (nor the budget: distributing
-        // changes the tree) would change nothing again: the passes are
-        // deterministic. A fingerprint collision would only skip an
-        // optimization, never change a verdict.
-        if skip_idle && rounds > 1 {
-            let print = fingerprint(&cur);
-            if round > 0 && before_round == Some(print) {
-                break;
-            }
-            before_round = Some(print);
-        }
+    for _ in 0..rounds {
+        // Whether the round may have changed the tree: each pass says so
+        // whenever its result may differ from its input.
+        let mut changed = false;
         if opts.factor {
-            cur = factor::factor(cur, &mut budget);
+            cur = factor::factor_noting(cur, &mut budget, &mut changed);
             seen("factor", &cur);
         }
         if opts.facts {
-            cur = facts::simplify(cur);
+            cur = facts::simplify_noting(cur, &mut changed);
             seen("facts", &cur);
+        }
+        // A round that changed nothing (nor the budget: distributing
+        // changes the tree) would change nothing again: the passes are
+        // deterministic.
+        if skip_idle && !changed {
+            break;
         }
     }
     cur
-}
-
-/// A 64-bit hash of the whole tree (no allocation).
-fn fingerprint(p: &Pred) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = facts::WordHasher::default();
-    p.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]
