@@ -402,10 +402,15 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
 /// Distributes an `and` over the first `or` operand it can, setting
 /// `changed` unless the `and` stays as it was.
 fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
-    let mut v = match rejoin(v, true, changed) {
-        Pred::And(v) => v,
-        p => return p,
-    };
+    match rejoin(v, true, changed) {
+        Pred::And(v) => distribute_joined(v, budget, changed),
+        p => p,
+    }
+}
+
+/// [`distribute`] of the operands of an `and` already joined by
+/// [`fold::and_vec`].
+fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| match &v[i] {
         // Alternatives that are bare tests gain nothing (and undo
         // `merge_same_rests`).
@@ -440,7 +445,10 @@ fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
         let r = if j + 1 == n { rest.take().unwrap_or_default() } else { rest.clone().unwrap_or_default() };
-        new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget, changed));
+        new_alts.push(match fold::and(std::iter::once(a).chain(r)) {
+            Pred::And(v) => distribute_joined(v, budget, changed),
+            p => p,
+        });
     }
     v.push(Pred::Or(new_alts));
     fold::and_vec(v)
