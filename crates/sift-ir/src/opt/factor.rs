@@ -36,13 +36,17 @@ pub fn factor(p: Pred, budget: &mut usize) -> Pred {
 /// is left alone only when the result is certainly `p` itself).
 pub(crate) fn factor_noting(p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
     match p {
-        Pred::Not(q) => match factor_noting(*q, budget, changed) {
-            Pred::Not(r) => {
-                *changed = true;
-                *r
+        Pred::Not(mut q) => {
+            // The box is reused for the factored operand.
+            *q = factor_noting(std::mem::replace(&mut *q, Pred::True), budget, changed);
+            match *q {
+                Pred::Not(r) => {
+                    *changed = true;
+                    *r
+                }
+                _ => Pred::Not(q),
             }
-            q => Pred::Not(Box::new(q)),
-        },
+        }
         Pred::And(v) => {
             let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
             distribute(v, budget, changed)

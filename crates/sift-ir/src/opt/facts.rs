@@ -337,8 +337,9 @@ fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
             }
             known => S { p: Pred::Test(t), known },
         },
-        Pred::Not(q) => {
-            let s = simp(*q, env, ctx.negated());
+        Pred::Not(mut q) => {
+            // The box is reused for the simplified operand.
+            let s = simp(std::mem::replace(&mut *q, Pred::True), env, ctx.negated());
             let p = match s.p {
                 Pred::True | Pred::False | Pred::Not(_) => {
                     env.changed = true;
@@ -348,7 +349,10 @@ fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
                         _ => Pred::True,
                     }
                 }
-                q => Pred::Not(Box::new(q)),
+                p => {
+                    *q = p;
+                    Pred::Not(q)
+                }
             };
             S { p, known: s.known.map(|b| !b) }
         }
