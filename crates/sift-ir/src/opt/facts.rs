@@ -421,33 +421,38 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    // The simplified operands, and from `known_base` on `env.known`, what
-    // each one is known to be.
-    let mut out: Vec<Pred> = Vec::with_capacity(n);
+    // The simplified operands are written back into `v`: `v[..k]` holds
+    // them, `v[r..]` the operands still to simplify (the operands from `i`
+    // on), `k <= r`. From `known_base` on, `env.known` holds what each
+    // simplified operand is known to be.
+    let (mut k, mut r) = (0, 0);
     let known_base = env.known.len();
     let mut grouped = false;
     for i in 0..n {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
-            let rest = &v[i..];
+            let rest = &v[r..];
             if rest.iter().all(|p| simple_lhs(p).is_some() && env.pred_covered(p)) {
-                env.changed |= group_by_value(&mut v[i..]);
+                env.changed |= group_by_value(&mut v[r..]);
                 grouped = true;
             }
         }
-        let c = std::mem::replace(&mut v[i], Pred::True);
+        let c = std::mem::replace(&mut v[r], Pred::True);
+        r += 1;
         let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
         let s = simp(c, env, cctx);
         match (&s.p, s.known) {
             (Pred::True, _) if unit => env.changed = true,
             (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
-                out.push(s.p);
+                v[k] = s.p;
+                k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
-                out.push(s.p);
+                v[k] = s.p;
+                k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
@@ -455,25 +460,33 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             _ => {
                 env.assume(&s.p, unit);
                 match s.p {
-                    Pred::And(w) if is_and => {
+                    Pred::And(w) | Pred::Or(w) if matches!(s.p, Pred::And(_)) == is_and => {
                         env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
-                        out.extend(w);
-                    }
-                    Pred::Or(w) if !is_and => {
-                        env.changed = true;
-                        env.known.extend(w.iter().map(|_| None));
-                        out.extend(w);
+                        if k + w.len() <= r {
+                            for p in w {
+                                v[k] = p;
+                                k += 1;
+                            }
+                        } else {
+                            // No room before the operands still to
+                            // simplify: they move up.
+                            k += w.len();
+                            v.splice(k - w.len()..r, w);
+                            r = k;
+                        }
                     }
                     p => {
-                        out.push(p);
+                        v[k] = p;
+                        k += 1;
                         env.known.push(s.known);
                     }
                 }
             }
         }
     }
-    drop(v);
+    v.truncate(k);
+    let mut out = v;
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would); the
