@@ -166,14 +166,14 @@ impl Env {
         i
     }
 
-    /// The facts about `v` on the path, if any were ever recorded.
-    fn facts_about(&self, v: &Value) -> Option<&Vec<Fact>> {
-        self.ids.get(v).map(|i| &self.facts[i as usize])
-    }
-
     /// Adds a fact about `v` (unless it has too many already).
     fn add_fact(&mut self, v: &Value, f: Fact) {
         let i = self.id(v);
+        self.add_fact_about(i, f);
+    }
+
+    /// Adds a fact about the value numbered `i`.
+    fn add_fact_about(&mut self, i: u32, f: Fact) {
         let fs = &mut self.facts[i as usize];
         if fs.len() < MAX_FACTS_PER_VALUE {
             fs.push(f);
@@ -185,8 +185,16 @@ impl Env {
         within(a, self.len) || self.ids.get(a).is_some_and(|i| self.done[i as usize])
     }
 
-    fn test_covered(&self, t: &Test) -> bool {
-        let mut covered = |a: &Value| self.covered(a);
+    /// Whether no atom of `t` can abort any more; `lhs` is the number of
+    /// `t.lhs` if it has one (looked up once for all the test's uses).
+    fn test_covered(&self, t: &Test, lhs: Option<u32>) -> bool {
+        let mut covered = |a: &Value| {
+            if std::ptr::eq(a, &t.lhs) {
+                within(a, self.len) || lhs.is_some_and(|i| self.done[i as usize])
+            } else {
+                self.covered(a)
+            }
+        };
         atoms_all(&t.lhs, &mut covered) && atoms_all(&t.rhs, &mut covered)
     }
 
@@ -194,8 +202,10 @@ impl Env {
         pred_atoms_all(p, &mut |a| self.covered(a))
     }
 
-    /// Records that the atoms of `t` evaluated without aborting.
-    fn evaluated(&mut self, t: &Test) {
+    /// Records that the atoms of `t` evaluated without aborting; `lhs` is
+    /// the number of `t.lhs` if it has one (and gets it if it is numbered
+    /// here).
+    fn evaluated(&mut self, t: &Test, lhs: &mut Option<u32>) {
         let mut record = |a: &Value| {
             let l = proven_len(a);
             if l > self.len {
@@ -203,7 +213,13 @@ impl Env {
                 self.len = l;
             }
             if !within(a, self.len) {
-                let i = self.id(a);
+                let i = match *lhs {
+                    Some(i) if std::ptr::eq(a, &t.lhs) => i,
+                    _ => self.id(a),
+                };
+                if std::ptr::eq(a, &t.lhs) {
+                    *lhs = Some(i);
+                }
                 if !self.done[i as usize] {
                     self.done[i as usize] = true;
                     self.log.push(Undo::Done(i));
@@ -215,34 +231,44 @@ impl Env {
         atoms_all(&t.rhs, &mut record);
     }
 
-    /// Records what `p` evaluating to `outcome` (without aborting) proves.
-    fn assume(&mut self, p: &Pred, outcome: bool) {
+    /// Records what `p` evaluating to `outcome` (without aborting) proves;
+    /// `lhs` is the number of the left operand of `p`'s test, if `p` is a
+    /// (negated) test and that value has one.
+    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Option<u32>) {
         match p {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
-                self.evaluated(t);
-                self.add_fact(&t.lhs, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
+                let mut lhs = lhs;
+                self.evaluated(t, &mut lhs);
+                let i = match lhs {
+                    Some(i) => i,
+                    None => self.id(&t.lhs),
+                };
+                self.add_fact_about(i, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
             }
-            Pred::Not(q) => self.assume(q, !outcome),
-            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true)),
-            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false)),
-            Pred::Or(_) if eq_set(p).is_some() => {
-                if let (Some(t), Some((value, ks))) = (first_test(p), eq_set(p)) {
-                    self.evaluated(t);
+            Pred::Not(q) => self.assume(q, !outcome, lhs),
+            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, None)),
+            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, None)),
+            Pred::Or(_) => match (first_test(p), eq_set(p)) {
+                (Some(t), Some((value, ks))) => {
+                    self.evaluated(t, &mut None);
                     self.add_fact(value, Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
                 }
-            }
-            Pred::And(_) | Pred::Or(_) => {
+                (Some(t), None) => self.evaluated(t, &mut None),
+                (None, _) => {}
+            },
+            Pred::And(_) => {
                 if let Some(t) = first_test(p) {
-                    self.evaluated(t);
+                    self.evaluated(t, &mut None);
                 }
             }
         }
     }
 
-    /// The outcome of `t` if the facts (or the form of its values) decide it.
-    fn decide(&self, t: &Test) -> Option<bool> {
-        let facts = self.facts_about(&t.lhs);
+    /// The outcome of `t` if the facts (or the form of its values) decide
+    /// it; `lhs` is the number of `t.lhs`, if it has one.
+    fn decide(&self, t: &Test, lhs: Option<u32>) -> Option<bool> {
+        let facts = lhs.map(|i| &self.facts[i as usize]);
         if let Some(fs) = facts {
             if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && f.rhs == t.rhs) {
                 return Some(f.holds);
@@ -303,11 +329,14 @@ impl Env {
 struct S {
     p: Pred,
     known: Option<bool>,
+    /// When `p` is a (negated) test: the number of its left operand, if it
+    /// has one (what [`Env::assume`] needs next).
+    lhs: Option<u32>,
 }
 
 impl S {
     fn constant(b: bool) -> S {
-        S { p: if b { Pred::True } else { Pred::False }, known: Some(b) }
+        S { p: if b { Pred::True } else { Pred::False }, known: Some(b), lhs: None }
     }
 }
 
@@ -330,31 +359,35 @@ fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
     match p {
         Pred::True => S::constant(true),
         Pred::False => S::constant(false),
-        Pred::Test(t) => match env.decide(&t) {
-            Some(b) if env.test_covered(&t) || allows(ctx, b) => {
-                env.changed = true;
-                S::constant(b)
+        Pred::Test(t) => {
+            let lhs = env.ids.get(&t.lhs);
+            match env.decide(&t, lhs) {
+                Some(b) if env.test_covered(&t, lhs) || allows(ctx, b) => {
+                    env.changed = true;
+                    S::constant(b)
+                }
+                known => S { p: Pred::Test(t), known, lhs },
             }
-            known => S { p: Pred::Test(t), known },
-        },
+        }
         Pred::Not(mut q) => {
             // The box is reused for the simplified operand.
             let s = simp(std::mem::replace(&mut *q, Pred::True), env, ctx.negated());
-            let p = match s.p {
+            let (p, lhs) = match s.p {
                 Pred::True | Pred::False | Pred::Not(_) => {
                     env.changed = true;
-                    match s.p {
+                    let p = match s.p {
                         Pred::True => Pred::False,
                         Pred::Not(r) => *r,
                         _ => Pred::True,
-                    }
+                    };
+                    (p, None)
                 }
                 p => {
                     *q = p;
-                    Pred::Not(q)
+                    (Pred::Not(q), s.lhs)
                 }
             };
-            S { p, known: s.known.map(|b| !b) }
+            S { p, known: s.known.map(|b| !b), lhs }
         }
         Pred::And(v) => junction(v, env, ctx, true),
         Pred::Or(v) => junction(v, env, ctx, false),
@@ -458,7 +491,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                 break;
             }
             _ => {
-                env.assume(&s.p, unit);
+                env.assume(&s.p, unit, s.lhs);
                 match s.p {
                     Pred::And(w) | Pred::Or(w) if matches!(s.p, Pred::And(_)) == is_and => {
                         env.changed = true;
@@ -527,7 +560,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             return S::constant(b);
         }
     }
-    S { p, known }
+    S { p, known, lhs: None }
 }
 
 /// Whether evaluating `next` starts with atoms that abort whenever an atom
