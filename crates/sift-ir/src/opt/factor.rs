@@ -390,15 +390,16 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
 
 /// Whether the alternatives of an `or` start with pairwise exclusive tests.
 fn exclusive_alternatives(alts: &[Pred]) -> bool {
-    let guards: Option<Vec<(&Value, Vec<u32>)>> = alts.iter().map(|a| guard_of(a).and_then(eq_set)).collect();
-    let Some(guards) = guards else { return false };
-    let Some((v0, _)) = guards.first() else { return false };
+    let mut value: Option<&Value> = None;
+    // The constants of the alternatives before.
     let mut seen: Vec<u32> = Vec::new();
-    for (v, ks) in &guards {
-        if v != v0 || ks.iter().any(|k| seen.contains(k)) {
+    for a in alts {
+        let Some((v, ts)) = guard_of(a).and_then(eq_tests) else { return false };
+        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(&k)) {
             return false;
         }
-        seen.extend(ks);
+        value = Some(v);
+        seen.extend(constants(ts));
     }
     alts.len() >= 2
 }

@@ -29,7 +29,7 @@
 use std::cell::Cell;
 
 use super::analysis::{
-    atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
+    atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, within,
 };
 use super::factor::eq_set;
 use super::numbering::ValueNumbers;
@@ -567,9 +567,18 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
 /// of `p` would.
 fn covers(next: &Pred, p: &Pred) -> bool {
     let Some(t) = first_test(next) else { return false };
-    let mut first = Vec::new();
-    test_atoms(t, &mut first);
-    let len = first.iter().map(|a| proven_len(a)).max().unwrap_or(0);
-    pred_atoms_all(p, &mut |a| within(a, len) || first.contains(&a))
+    let mut len = 0;
+    test_atoms_all(t, &mut |a| {
+        len = len.max(proven_len(a));
+        true
+    });
+    // Whether `a` is one of the atoms of `t`.
+    let first = |a: &Value| !test_atoms_all(t, &mut |b| b != a);
+    pred_atoms_all(p, &mut |a| within(a, len) || first(a))
+}
+
+/// [`atoms_all`] over both operands of a test.
+fn test_atoms_all(t: &Test, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    atoms_all(&t.lhs, f) && atoms_all(&t.rhs, f)
 }
 
