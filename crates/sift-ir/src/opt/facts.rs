@@ -270,7 +270,7 @@ impl Env {
     fn decide(&self, t: &Test, lhs: Option<u32>) -> Option<bool> {
         let facts = lhs.map(|i| &self.facts[i as usize]);
         if let Some(fs) = facts {
-            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && f.rhs == t.rhs) {
+            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && same_value(&f.rhs, &t.rhs)) {
                 return Some(f.holds);
             }
             if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
@@ -322,6 +322,14 @@ impl Env {
             return Some(false);
         }
         decide_in_range(t.op, lo, hi, k)
+    }
+}
+
+/// `a == b`, comparing constants (the common case) without a call.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Const(x), Value::Const(y)) => x == y,
+        _ => a == b,
     }
 }
 
