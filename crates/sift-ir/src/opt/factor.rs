@@ -134,10 +134,15 @@ fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
 
 /// The constants of tests from [`eq_tests`].
 fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
-    ts.iter().filter_map(|t| match t {
+    ts.iter().filter_map(constant)
+}
+
+/// The constant of a test from [`eq_tests`].
+fn constant(t: &Pred) -> Option<u32> {
+    match t {
         Pred::Test(Test { rhs: Value::Const(k), .. }) => Some(*k),
         _ => None,
-    })
+    }
 }
 
 /// Whether two guards are exclusive: at most one holds, and they abort
@@ -217,6 +222,16 @@ impl LookBack {
             // Two guards of equalities of one value are equal when they have
             // the same form (a test or an `or`) and the same constants.
             let same_form = matches!(h, Pred::Test(_)) == matches!(g, Pred::Test(_));
+            if let ([a], [b]) = (gt, ht) {
+                // One constant each (the common case).
+                if constant(a) == constant(b) {
+                    if same_form {
+                        return Ok(j);
+                    }
+                    break;
+                }
+                continue;
+            }
             if same_form && ht.len() == gt.len() && constants(ht).eq(constants(gt)) {
                 return Ok(j);
             }
