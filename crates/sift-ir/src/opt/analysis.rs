@@ -174,11 +174,21 @@ pub fn size(p: &Pred) -> usize {
 }
 
 /// Number of nodes in a value.
+#[inline]
 pub fn value_size(v: &Value) -> usize {
     match v {
-        Value::Const(_) | Value::Len | Value::Protochain { .. } => 1,
+        // Leaves (most values, or both operands of most tests) need no call.
+        Value::Const(_) | Value::Len | Value::Protochain { .. } | Value::Load { index: None, .. } => 1,
+        _ => compound_size(v),
+    }
+}
+
+/// [`value_size`] of a value with operands.
+fn compound_size(v: &Value) -> usize {
+    match v {
         Value::Load { index, .. } => 1 + index.as_deref().map_or(0, value_size),
         Value::Bin(_, a, b) => 1 + value_size(a) + value_size(b),
         Value::Neg(a) => 1 + value_size(a),
+        Value::Const(_) | Value::Len | Value::Protochain { .. } => 1,
     }
 }
