@@ -31,7 +31,18 @@ pub fn atoms<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
 /// Calls `f` on each atom of `v`, in the order [`atoms`] lists them,
 /// until `f` returns `false`; returns whether every call returned `true`.
 /// The same as walking [`atoms`]'s list, without allocating one.
+#[inline]
 pub fn atoms_all(v: &Value, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    match v {
+        // Leaves (most values) need no call.
+        Value::Const(_) | Value::Len => true,
+        Value::Load { index: None, .. } => f(v),
+        _ => compound_atoms_all(v, f),
+    }
+}
+
+/// [`atoms_all`] of a value with operands.
+fn compound_atoms_all(v: &Value, f: &mut impl FnMut(&Value) -> bool) -> bool {
     match v {
         Value::Const(_) | Value::Len => true,
         Value::Load { index, .. } => f(v) && index.as_deref().is_none_or(|i| atoms_all(i, f)),
