@@ -198,7 +198,12 @@ impl LookBack {
     /// tests are `g_tests`): `Ok` with the position of the first one equal
     /// to `g` if the walk gets to one, or `Err` with whether `g` tests the
     /// same value as the last guard.
-    fn find<'a>(&self, guard_at: impl Fn(usize) -> Option<&'a Pred>, g: &Pred, g_tests: Tests<'_>) -> Result<usize, bool> {
+    fn find<'a>(
+        &self,
+        guard_at: impl Fn(usize) -> Option<&'a Pred>,
+        g: &Pred,
+        g_tests: Tests<'_>,
+    ) -> Result<usize, bool> {
         let n = self.len;
         let mut same_as_last = false;
         for (i, j) in (n.saturating_sub(MAX_MOVE)..n).rev().enumerate() {

@@ -357,7 +357,8 @@ fn borrowed_and_owned_paths_agree() {
 #[test]
 fn unchanged_passes_give_their_input_back() {
     let mut r = Rng(0x5eed_cafe);
-    let mut preds: Vec<Pred> = ["tcp", "tcp port 80", "host 1.2.3.4", "ip6 and udp", "not arp"].iter().map(|e| parse(e)).collect();
+    let exprs = ["tcp", "tcp port 80", "host 1.2.3.4", "ip6 and udp", "not arp"];
+    let mut preds: Vec<Pred> = exprs.iter().map(|e| parse(e)).collect();
     preds.extend((0..1500).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }));
     let (mut same_factor, mut same_facts) = (0, 0);
     for p in preds {
