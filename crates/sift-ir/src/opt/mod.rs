@@ -95,22 +95,27 @@ fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
+    // Whether the last path-facts pass gave its input back unchanged.
+    let mut facts_idle = false;
     for _ in 0..rounds {
-        // Whether the round may have changed the tree: each pass says so
-        // whenever its result may differ from its input.
-        let mut changed = false;
+        // Whether each pass of the round may have changed the tree: each
+        // pass says so whenever its result may differ from its input.
+        let (mut factored, mut simplified) = (false, false);
         if opts.factor {
-            cur = factor::factor_noting(cur, &mut budget, &mut changed);
+            cur = factor::factor_noting(cur, &mut budget, &mut factored);
             seen("factor", &cur);
         }
-        if opts.facts {
-            cur = facts::simplify_noting(cur, &mut changed);
+        // Path facts on the very tree the last path-facts pass gave back
+        // unchanged would give it back again: skipped.
+        if opts.facts && !(skip_idle && facts_idle && !factored) {
+            cur = facts::simplify_noting(cur, &mut simplified);
             seen("facts", &cur);
+            facts_idle = !simplified;
         }
         // A round that changed nothing (nor the budget: distributing
         // changes the tree) would change nothing again: the passes are
         // deterministic.
-        if skip_idle && !changed {
+        if skip_idle && !factored && !simplified {
             break;
         }
     }
