@@ -31,7 +31,18 @@ pub fn atoms<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
 /// Calls `f` on each atom of `v`, in the order [`atoms`] lists them,
 /// until `f` returns `false`; returns whether every call returned `true`.
 /// The same as walking [`atoms`]'s list, without allocating one.
+#[inline]
 pub fn atoms_all(v: &Value, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    match v {
+        // Leaves (most values) need no call.
+        Value::Const(_) | Value::Len => true,
+        Value::Load { index: None, .. } => f(v),
+        _ => compound_atoms_all(v, f),
+    }
+}
+
+/// [`atoms_all`] of a value with operands.
+fn compound_atoms_all(v: &Value, f: &mut impl FnMut(&Value) -> bool) -> bool {
     match v {
         Value::Const(_) | Value::Len => true,
         Value::Load { index, .. } => f(v) && index.as_deref().is_none_or(|i| atoms_all(i, f)),
@@ -174,11 +185,21 @@ pub fn size(p: &Pred) -> usize {
 }
 
 /// Number of nodes in a value.
+#[inline]
 pub fn value_size(v: &Value) -> usize {
     match v {
-        Value::Const(_) | Value::Len | Value::Protochain { .. } => 1,
+        // Leaves (most values, or both operands of most tests) need no call.
+        Value::Const(_) | Value::Len | Value::Protochain { .. } | Value::Load { index: None, .. } => 1,
+        _ => compound_size(v),
+    }
+}
+
+/// [`value_size`] of a value with operands.
+fn compound_size(v: &Value) -> usize {
+    match v {
         Value::Load { index, .. } => 1 + index.as_deref().map_or(0, value_size),
         Value::Bin(_, a, b) => 1 + value_size(a) + value_size(b),
         Value::Neg(a) => 1 + value_size(a),
+        Value::Const(_) | Value::Len | Value::Protochain { .. } => 1,
     }
 }

@@ -29,20 +29,46 @@ const MAX_MOVE: usize = 64;
 
 /// Factors and distributes, copying at most `budget` nodes in all.
 pub fn factor(p: Pred, budget: &mut usize) -> Pred {
+    factor_noting(p, budget, &mut false)
+}
+
+/// [`factor`], setting `changed` when the result may differ from `p` (it
+/// is left alone only when the result is certainly `p` itself).
+pub(crate) fn factor_noting(p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
     match p {
-        Pred::Not(q) => match factor(*q, budget) {
-            Pred::Not(r) => *r,
-            q => Pred::Not(Box::new(q)),
-        },
+        Pred::Not(mut q) => {
+            // The box is reused for the factored operand.
+            *q = factor_noting(std::mem::replace(&mut *q, Pred::True), budget, changed);
+            match *q {
+                Pred::Not(r) => {
+                    *changed = true;
+                    *r
+                }
+                _ => Pred::Not(q),
+            }
+        }
         Pred::And(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
-            distribute(v, budget)
+            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
+            distribute(v, budget, changed)
         }
         Pred::Or(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor(q, budget)).collect();
-            merge_alternatives(v, budget)
+            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
+            merge_alternatives(v, budget, changed)
         }
         p => p,
+    }
+}
+
+/// [`fold::and_vec`] (`is_and`) or [`fold::or_vec`] of the operands of a
+/// node, setting `changed` unless it gives the node back as it was.
+fn rejoin(v: Vec<Pred>, is_and: bool, changed: &mut bool) -> Pred {
+    if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and)) {
+        *changed = true;
+    }
+    if is_and {
+        fold::and_vec(v)
+    } else {
+        fold::or_vec(v)
     }
 }
 
@@ -108,10 +134,15 @@ fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
 
 /// The constants of tests from [`eq_tests`].
 fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
-    ts.iter().filter_map(|t| match t {
+    ts.iter().filter_map(constant)
+}
+
+/// The constant of a test from [`eq_tests`].
+fn constant(t: &Pred) -> Option<u32> {
+    match t {
         Pred::Test(Test { rhs: Value::Const(k), .. }) => Some(*k),
         _ => None,
-    })
+    }
 }
 
 /// Whether two guards are exclusive: at most one holds, and they abort
@@ -145,14 +176,96 @@ impl Entry {
     }
 }
 
-fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    let alts = match fold::or_vec(alts) {
+/// The [`eq_tests`] of a guard (if it has one).
+type Tests<'a> = Option<(&'a Value, &'a [Pred])>;
+
+/// The look-back of [`merge_entries`] and [`nothing_to_merge`] over the
+/// guards placed so far: for each of the last [`MAX_MOVE`], whether it has
+/// equality tests of the same value as the one before it. So walking back
+/// over a long run of tests of one value (`port 1 or port 2 or ...`)
+/// compares that value once, not once per guard passed.
+#[derive(Default)]
+struct LookBack {
+    /// How many guards (or alternatives without one) were placed.
+    len: usize,
+    /// Bit `i`: guard `len - 1 - i` tests the same value as the one before.
+    same: u64,
+}
+
+impl LookBack {
+    /// Walks back from the last guard placed (`guard_at` gives each one),
+    /// at most [`MAX_MOVE`] of them, past guards exclusive with `g` (whose
+    /// tests are `g_tests`): `Ok` with the position of the first one equal
+    /// to `g` if the walk gets to one, or `Err` with whether `g` tests the
+    /// same value as the last guard.
+    fn find<'a>(
+        &self,
+        guard_at: impl Fn(usize) -> Option<&'a Pred>,
+        g: &Pred,
+        g_tests: Tests<'_>,
+    ) -> Result<usize, bool> {
+        let n = self.len;
+        let mut same_as_last = false;
+        for (i, j) in (n.saturating_sub(MAX_MOVE)..n).rev().enumerate() {
+            let Some(h) = guard_at(j) else { break };
+            let (Some((gv, gt)), Some((hv, ht))) = (g_tests, eq_tests(h)) else {
+                // Not two sets of equalities: never exclusive.
+                return if h == g { Ok(j) } else { Err(same_as_last) };
+            };
+            // Past the last guard, the walk only goes on over guards testing
+            // the same value as `g`, so the value of guard `j + 1` is `g`'s.
+            let same_value = if i == 0 {
+                same_as_last = hv == gv;
+                same_as_last
+            } else {
+                self.same >> (i - 1) & 1 == 1
+            };
+            if !same_value {
+                // Neither equal nor exclusive.
+                break;
+            }
+            // Two guards of equalities of one value are equal when they have
+            // the same form (a test or an `or`) and the same constants.
+            let same_form = matches!(h, Pred::Test(_)) == matches!(g, Pred::Test(_));
+            if let ([a], [b]) = (gt, ht) {
+                // One constant each (the common case).
+                if constant(a) == constant(b) {
+                    if same_form {
+                        return Ok(j);
+                    }
+                    break;
+                }
+                continue;
+            }
+            if same_form && ht.len() == gt.len() && constants(ht).eq(constants(gt)) {
+                return Ok(j);
+            }
+            if constants(gt).any(|x| constants(ht).any(|y| y == x)) {
+                break;
+            }
+        }
+        Err(same_as_last)
+    }
+
+    /// Records that a guard was placed after the last one, testing the
+    /// same value (`same_as_last`, from [`LookBack::find`]) or not.
+    fn push(&mut self, same_as_last: bool) {
+        self.len += 1;
+        self.same = self.same << 1 | u64::from(same_as_last);
+    }
+}
+
+/// Merges the alternatives of an `or` (see the module documentation),
+/// setting `changed` unless the `or` stays as it was.
+fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+    let alts = match rejoin(alts, false, changed) {
         Pred::Or(v) => v,
         p => return p,
     };
     if nothing_to_merge(&alts) {
-        return fold::or_vec(alts);
+        return rejoin(alts, false, changed);
     }
+    *changed = true;
     merge_entries(alts, budget)
 }
 
@@ -160,34 +273,27 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 /// each one apart.
 pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
+    let mut look = LookBack::default();
     for alt in alts {
         let (g, rest) = match split_guard(alt) {
             Ok(x) => x,
             Err(p) => {
                 out.push(Entry::Plain(p));
+                look.push(false);
                 continue;
             }
         };
-        let mut target = None;
-        let g_tests = eq_tests(&g);
-        for (k, e) in out.iter().enumerate().rev().take(MAX_MOVE) {
-            match e {
-                Entry::Guarded(h, _) if *h == g => {
-                    target = Some(k);
-                    break;
-                }
-                _ if e.guard().is_some_and(|h| disjoint(eq_tests(h), g_tests)) => {}
-                _ => break,
-            }
-        }
-        match target {
-            Some(k) => {
+        match look.find(|k| out[k].guard(), &g, eq_tests(&g)) {
+            Ok(k) => {
                 if let Entry::Guarded(_, rests) = &mut out[k] {
                     rests.push(rest);
                 }
                 // The alternative moved before exclusive ones: fine.
             }
-            None => out.push(Entry::Guarded(g, vec![rest])),
+            Err(same_as_last) => {
+                out.push(Entry::Guarded(g, vec![rest]));
+                look.push(same_as_last);
+            }
         }
     }
     let rebuilt = out.into_iter().map(|e| match e {
@@ -198,7 +304,7 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
                 and_with_guard(g, rest)
             } else {
                 let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
-                let inner = merge_alternatives(inner, budget);
+                let inner = merge_alternatives(inner, budget, &mut true);
                 fold::and([g, inner])
             }
         }
@@ -216,8 +322,9 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
     // The guard and rest of the alternative before, if it could start a
     // run of `merge_same_rests`.
-    let mut run: Option<(&Pred, &[Pred])> = None;
-    for (k, alt) in alts.iter().enumerate() {
+    let mut run: Option<(Tests<'_>, &[Pred])> = None;
+    let mut look = LookBack::default();
+    for alt in alts {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
@@ -228,23 +335,21 @@ pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
             p if is_guard(p) => (p, &[]),
             _ => {
                 run = None;
+                look.push(false);
                 continue;
             }
         };
         // The walk of `merge_alternatives` looking for a guard to join.
         let g_tests = eq_tests(g);
-        for h in alts[..k].iter().rev().take(MAX_MOVE).map(guard_of) {
-            match h {
-                Some(h) if h == g => return false,
-                Some(h) if disjoint(eq_tests(h), g_tests) => {}
-                _ => break,
-            }
+        match look.find(|k| guard_of(&alts[k]), g, g_tests) {
+            Ok(_) => return false,
+            Err(same_as_last) => look.push(same_as_last),
         }
-        if eq_tests(g).is_some() && !rest.is_empty() {
-            if run.is_some_and(|(h, r)| r == rest && exclusive(h, g)) {
+        if g_tests.is_some() && !rest.is_empty() {
+            if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
                 return false;
             }
-            run = Some((g, rest));
+            run = Some((g_tests, rest));
         } else {
             run = None;
         }
@@ -305,24 +410,32 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
 
 /// Whether the alternatives of an `or` start with pairwise exclusive tests.
 fn exclusive_alternatives(alts: &[Pred]) -> bool {
-    let guards: Option<Vec<(&Value, Vec<u32>)>> = alts.iter().map(|a| guard_of(a).and_then(eq_set)).collect();
-    let Some(guards) = guards else { return false };
-    let Some((v0, _)) = guards.first() else { return false };
+    let mut value: Option<&Value> = None;
+    // The constants of the alternatives before.
     let mut seen: Vec<u32> = Vec::new();
-    for (v, ks) in &guards {
-        if v != v0 || ks.iter().any(|k| seen.contains(k)) {
+    for a in alts {
+        let Some((v, ts)) = guard_of(a).and_then(eq_tests) else { return false };
+        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(&k)) {
             return false;
         }
-        seen.extend(ks);
+        value = Some(v);
+        seen.extend(constants(ts));
     }
     alts.len() >= 2
 }
 
-fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
-    let mut v = match fold::and_vec(v) {
-        Pred::And(v) => v,
-        p => return p,
-    };
+/// Distributes an `and` over the first `or` operand it can, setting
+/// `changed` unless the `and` stays as it was.
+fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+    match rejoin(v, true, changed) {
+        Pred::And(v) => distribute_joined(v, budget, changed),
+        p => p,
+    }
+}
+
+/// [`distribute`] of the operands of an `and` already joined by
+/// [`fold::and_vec`].
+fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| match &v[i] {
         // Alternatives that are bare tests gain nothing (and undo
         // `merge_same_rests`).
@@ -346,16 +459,21 @@ fn distribute(v: Vec<Pred>, budget: &mut usize) -> Pred {
         other => {
             v.extend(other);
             v.extend(rest);
+            *changed = true;
             return Pred::And(v);
         }
     };
     *budget -= cost;
+    *changed = true;
     let n = alts.len();
     let mut new_alts = Vec::with_capacity(n);
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
         let r = if j + 1 == n { rest.take().unwrap_or_default() } else { rest.clone().unwrap_or_default() };
-        new_alts.push(distribute(std::iter::once(a).chain(r).collect(), budget));
+        new_alts.push(match fold::and(std::iter::once(a).chain(r)) {
+            Pred::And(v) => distribute_joined(v, budget, changed),
+            p => p,
+        });
     }
     v.push(Pred::Or(new_alts));
     fold::and_vec(v)

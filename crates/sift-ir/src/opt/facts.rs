@@ -27,10 +27,9 @@
 //! once for all of them.
 
 use std::cell::Cell;
-use std::hash::Hasher;
 
 use super::analysis::{
-    atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, test_atoms, within,
+    atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, within,
 };
 use super::factor::eq_set;
 use super::numbering::ValueNumbers;
@@ -78,53 +77,6 @@ enum Undo {
     Fact(u32),
 }
 
-/// A small, fast hasher for the optimizer's whole-tree fingerprint
-/// (`opt::run`; the path facts number values with
-/// [`ValueNumbers`](super::numbering::ValueNumbers)): the keyed SipHash of
-/// the standard library buys nothing on the filter being compiled. Each
-/// word is mixed in with a rotate, an xor and a multiplication by an odd
-/// constant (a multiplicative hash).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct WordHasher(u64);
-
-impl WordHasher {
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-impl Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.mix(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-        }
-        for &b in chunks.remainder() {
-            self.mix(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.mix(u64::from(n));
-    }
-    fn write_u16(&mut self, n: u16) {
-        self.mix(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.mix(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.mix(n);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.mix(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        // Fold the well-mixed high bits down: hashbrown uses the top 7 bits
-        // as tags and the low bits as the bucket index.
-        self.0 ^ (self.0 >> 29)
-    }
-}
-
 /// What the path to the current node established. Values (atoms, tested
 /// values) are numbered once per pass ([`Env::id`]: one copy of each
 /// distinct value), so the path state and its undo log hold numbers only.
@@ -141,6 +93,9 @@ struct Env {
     /// last) are known to be (see [`S::known`]); one vector for all.
     known: Vec<Option<bool>>,
     log: Vec<Undo>,
+    /// Whether the pass changed anything so far (set whenever the result
+    /// may differ from the input).
+    changed: bool,
 }
 
 /// Passes with at most this many values leave their [`Env`] to the next
@@ -164,6 +119,7 @@ impl Env {
         let used = env.done.len();
         env.facts.iter_mut().take(used).for_each(Vec::clear);
         env.len = 0;
+        env.changed = false;
         env.ids.clear();
         env.done.clear();
         env.log.clear();
@@ -210,14 +166,14 @@ impl Env {
         i
     }
 
-    /// The facts about `v` on the path, if any were ever recorded.
-    fn facts_about(&self, v: &Value) -> Option<&Vec<Fact>> {
-        self.ids.get(v).map(|i| &self.facts[i as usize])
-    }
-
     /// Adds a fact about `v` (unless it has too many already).
     fn add_fact(&mut self, v: &Value, f: Fact) {
         let i = self.id(v);
+        self.add_fact_about(i, f);
+    }
+
+    /// Adds a fact about the value numbered `i`.
+    fn add_fact_about(&mut self, i: u32, f: Fact) {
         let fs = &mut self.facts[i as usize];
         if fs.len() < MAX_FACTS_PER_VALUE {
             fs.push(f);
@@ -229,8 +185,16 @@ impl Env {
         within(a, self.len) || self.ids.get(a).is_some_and(|i| self.done[i as usize])
     }
 
-    fn test_covered(&self, t: &Test) -> bool {
-        let mut covered = |a: &Value| self.covered(a);
+    /// Whether no atom of `t` can abort any more; `lhs` is the number of
+    /// `t.lhs` if it has one (looked up once for all the test's uses).
+    fn test_covered(&self, t: &Test, lhs: Option<u32>) -> bool {
+        let mut covered = |a: &Value| {
+            if std::ptr::eq(a, &t.lhs) {
+                within(a, self.len) || lhs.is_some_and(|i| self.done[i as usize])
+            } else {
+                self.covered(a)
+            }
+        };
         atoms_all(&t.lhs, &mut covered) && atoms_all(&t.rhs, &mut covered)
     }
 
@@ -238,8 +202,10 @@ impl Env {
         pred_atoms_all(p, &mut |a| self.covered(a))
     }
 
-    /// Records that the atoms of `t` evaluated without aborting.
-    fn evaluated(&mut self, t: &Test) {
+    /// Records that the atoms of `t` evaluated without aborting; `lhs` is
+    /// the number of `t.lhs` if it has one (and gets it if it is numbered
+    /// here).
+    fn evaluated(&mut self, t: &Test, lhs: &mut Option<u32>) {
         let mut record = |a: &Value| {
             let l = proven_len(a);
             if l > self.len {
@@ -247,7 +213,13 @@ impl Env {
                 self.len = l;
             }
             if !within(a, self.len) {
-                let i = self.id(a);
+                let i = match *lhs {
+                    Some(i) if std::ptr::eq(a, &t.lhs) => i,
+                    _ => self.id(a),
+                };
+                if std::ptr::eq(a, &t.lhs) {
+                    *lhs = Some(i);
+                }
                 if !self.done[i as usize] {
                     self.done[i as usize] = true;
                     self.log.push(Undo::Done(i));
@@ -259,36 +231,46 @@ impl Env {
         atoms_all(&t.rhs, &mut record);
     }
 
-    /// Records what `p` evaluating to `outcome` (without aborting) proves.
-    fn assume(&mut self, p: &Pred, outcome: bool) {
+    /// Records what `p` evaluating to `outcome` (without aborting) proves;
+    /// `lhs` is the number of the left operand of `p`'s test, if `p` is a
+    /// (negated) test and that value has one.
+    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Option<u32>) {
         match p {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
-                self.evaluated(t);
-                self.add_fact(&t.lhs, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
+                let mut lhs = lhs;
+                self.evaluated(t, &mut lhs);
+                let i = match lhs {
+                    Some(i) => i,
+                    None => self.id(&t.lhs),
+                };
+                self.add_fact_about(i, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
             }
-            Pred::Not(q) => self.assume(q, !outcome),
-            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true)),
-            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false)),
-            Pred::Or(_) if eq_set(p).is_some() => {
-                if let (Some(t), Some((value, ks))) = (first_test(p), eq_set(p)) {
-                    self.evaluated(t);
+            Pred::Not(q) => self.assume(q, !outcome, lhs),
+            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, None)),
+            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, None)),
+            Pred::Or(_) => match (first_test(p), eq_set(p)) {
+                (Some(t), Some((value, ks))) => {
+                    self.evaluated(t, &mut None);
                     self.add_fact(value, Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
                 }
-            }
-            Pred::And(_) | Pred::Or(_) => {
+                (Some(t), None) => self.evaluated(t, &mut None),
+                (None, _) => {}
+            },
+            Pred::And(_) => {
                 if let Some(t) = first_test(p) {
-                    self.evaluated(t);
+                    self.evaluated(t, &mut None);
                 }
             }
         }
     }
 
-    /// The outcome of `t` if the facts (or the form of its values) decide it.
-    fn decide(&self, t: &Test) -> Option<bool> {
-        let facts = self.facts_about(&t.lhs);
+    /// The outcome of `t` if the facts (or the form of its values) decide
+    /// it; `lhs` is the number of `t.lhs`, if it has one.
+    fn decide(&self, t: &Test, lhs: Option<u32>) -> Option<bool> {
+        let facts = lhs.map(|i| &self.facts[i as usize]);
         if let Some(fs) = facts {
-            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && f.rhs == t.rhs) {
+            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && same_value(&f.rhs, &t.rhs)) {
                 return Some(f.holds);
             }
             if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
@@ -343,22 +325,40 @@ impl Env {
     }
 }
 
+/// `a == b`, comparing constants (the common case) without a call.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Const(x), Value::Const(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// A simplified node and, when known, its outcome if it does not abort.
 struct S {
     p: Pred,
     known: Option<bool>,
+    /// When `p` is a (negated) test: the number of its left operand, if it
+    /// has one (what [`Env::assume`] needs next).
+    lhs: Option<u32>,
 }
 
 impl S {
     fn constant(b: bool) -> S {
-        S { p: if b { Pred::True } else { Pred::False }, known: Some(b) }
+        S { p: if b { Pred::True } else { Pred::False }, known: Some(b), lhs: None }
     }
 }
 
 /// Rewrites `p` with what each path has already established.
 pub fn simplify(p: Pred) -> Pred {
+    simplify_noting(p, &mut false)
+}
+
+/// [`simplify`], setting `changed` when the result may differ from `p` (it
+/// is left alone only when the result is certainly `p` itself).
+pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
     let mut env = Env::take();
     let p = simp(p, &mut env, Ctx::AbortIsFalse).p;
+    *changed |= env.changed;
     env.give_back();
     p
 }
@@ -367,19 +367,35 @@ fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
     match p {
         Pred::True => S::constant(true),
         Pred::False => S::constant(false),
-        Pred::Test(t) => match env.decide(&t) {
-            Some(b) if env.test_covered(&t) || allows(ctx, b) => S::constant(b),
-            known => S { p: Pred::Test(t), known },
-        },
-        Pred::Not(q) => {
-            let s = simp(*q, env, ctx.negated());
-            let p = match s.p {
-                Pred::True => Pred::False,
-                Pred::False => Pred::True,
-                Pred::Not(r) => *r,
-                q => Pred::Not(Box::new(q)),
+        Pred::Test(t) => {
+            let lhs = env.ids.get(&t.lhs);
+            match env.decide(&t, lhs) {
+                Some(b) if env.test_covered(&t, lhs) || allows(ctx, b) => {
+                    env.changed = true;
+                    S::constant(b)
+                }
+                known => S { p: Pred::Test(t), known, lhs },
+            }
+        }
+        Pred::Not(mut q) => {
+            // The box is reused for the simplified operand.
+            let s = simp(std::mem::replace(&mut *q, Pred::True), env, ctx.negated());
+            let (p, lhs) = match s.p {
+                Pred::True | Pred::False | Pred::Not(_) => {
+                    env.changed = true;
+                    let p = match s.p {
+                        Pred::True => Pred::False,
+                        Pred::Not(r) => *r,
+                        _ => Pred::True,
+                    };
+                    (p, None)
+                }
+                p => {
+                    *q = p;
+                    (Pred::Not(q), s.lhs)
+                }
             };
-            S { p, known: s.known.map(|b| !b) }
+            S { p, known: s.known.map(|b| !b), lhs }
         }
         Pred::And(v) => junction(v, env, ctx, true),
         Pred::Or(v) => junction(v, env, ctx, false),
@@ -404,8 +420,9 @@ fn simple_lhs(p: &Pred) -> Option<&Value> {
 }
 
 /// Stable grouping of simple tests by their left operand (groups in the
-/// order of their first test; other operands count as `Const(0)`).
-fn group_by_value(ps: &mut [Pred]) {
+/// order of their first test; other operands count as `Const(0)`);
+/// whether that moved any.
+fn group_by_value(ps: &mut [Pred]) -> bool {
     static OTHER: Value = Value::Const(0);
     fn key(p: &Pred) -> &Value {
         simple_lhs(p).unwrap_or(&OTHER)
@@ -424,6 +441,10 @@ fn group_by_value(ps: &mut [Pred]) {
         };
         tagged.push((g, Pred::True));
     }
+    if tagged.windows(2).all(|w| w[0].0 <= w[1].0) {
+        // Grouped already.
+        return false;
+    }
     for (t, p) in tagged.iter_mut().zip(ps.iter_mut()) {
         t.1 = std::mem::replace(p, Pred::True);
     }
@@ -432,6 +453,7 @@ fn group_by_value(ps: &mut [Pred]) {
     for (slot, (_, p)) in ps.iter_mut().zip(tagged) {
         *slot = p;
     }
+    true
 }
 
 /// `and` (`is_and`) or `or`: `unit` is the operand value that lets
@@ -440,55 +462,72 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    // The simplified operands, and from `known_base` on `env.known`, what
-    // each one is known to be.
-    let mut out: Vec<Pred> = Vec::with_capacity(n);
+    // The simplified operands are written back into `v`: `v[..k]` holds
+    // them, `v[r..]` the operands still to simplify (the operands from `i`
+    // on), `k <= r`. From `known_base` on, `env.known` holds what each
+    // simplified operand is known to be.
+    let (mut k, mut r) = (0, 0);
     let known_base = env.known.len();
     let mut grouped = false;
     for i in 0..n {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
-            let rest = &v[i..];
+            let rest = &v[r..];
             if rest.iter().all(|p| simple_lhs(p).is_some() && env.pred_covered(p)) {
-                group_by_value(&mut v[i..]);
+                env.changed |= group_by_value(&mut v[r..]);
                 grouped = true;
             }
         }
-        let c = std::mem::replace(&mut v[i], Pred::True);
+        let c = std::mem::replace(&mut v[r], Pred::True);
+        r += 1;
         let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
         let s = simp(c, env, cctx);
         match (&s.p, s.known) {
-            (Pred::True, _) if unit => {}
-            (Pred::False, _) if !unit => {}
+            (Pred::True, _) if unit => env.changed = true,
+            (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
-                out.push(s.p);
+                v[k] = s.p;
+                k += 1;
                 env.known.push(s.known);
+                env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
-                out.push(s.p);
+                v[k] = s.p;
+                k += 1;
                 env.known.push(s.known);
+                env.changed |= i + 1 < n;
                 break;
             }
             _ => {
-                env.assume(&s.p, unit);
+                env.assume(&s.p, unit, s.lhs);
                 match s.p {
-                    Pred::And(w) if is_and => {
+                    Pred::And(w) | Pred::Or(w) if matches!(s.p, Pred::And(_)) == is_and => {
+                        env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
-                        out.extend(w);
-                    }
-                    Pred::Or(w) if !is_and => {
-                        env.known.extend(w.iter().map(|_| None));
-                        out.extend(w);
+                        if k + w.len() <= r {
+                            for p in w {
+                                v[k] = p;
+                                k += 1;
+                            }
+                        } else {
+                            // No room before the operands still to
+                            // simplify: they move up.
+                            k += w.len();
+                            v.splice(k - w.len()..r, w);
+                            r = k;
+                        }
                     }
                     p => {
-                        out.push(p);
+                        v[k] = p;
+                        k += 1;
                         env.known.push(s.known);
                     }
                 }
             }
         }
     }
-    drop(v);
+    v.truncate(k);
+    let mut out = v;
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would); the
@@ -507,6 +546,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         out.swap(kept, j);
         kept += 1;
     }
+    env.changed |= kept < out.len();
     out.truncate(kept);
     env.known.truncate(known_base);
     let known = match last {
@@ -515,6 +555,7 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         _ if all_unit => Some(unit),
         _ => None,
     };
+    env.changed |= out.len() < 2;
     let p = match out.len() {
         0 => if unit { Pred::True } else { Pred::False },
         1 => out.pop().unwrap_or(Pred::True),
@@ -523,19 +564,29 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     };
     if let Some(b) = known {
         if allows(ctx, b) || env.pred_covered(&p) {
+            env.changed = true;
             return S::constant(b);
         }
     }
-    S { p, known }
+    S { p, known, lhs: None }
 }
 
 /// Whether evaluating `next` starts with atoms that abort whenever an atom
 /// of `p` would.
 fn covers(next: &Pred, p: &Pred) -> bool {
     let Some(t) = first_test(next) else { return false };
-    let mut first = Vec::new();
-    test_atoms(t, &mut first);
-    let len = first.iter().map(|a| proven_len(a)).max().unwrap_or(0);
-    pred_atoms_all(p, &mut |a| within(a, len) || first.contains(&a))
+    let mut len = 0;
+    test_atoms_all(t, &mut |a| {
+        len = len.max(proven_len(a));
+        true
+    });
+    // Whether `a` is one of the atoms of `t`.
+    let first = |a: &Value| !test_atoms_all(t, &mut |b| b != a);
+    pred_atoms_all(p, &mut |a| within(a, len) || first(a))
+}
+
+/// [`atoms_all`] over both operands of a test.
+fn test_atoms_all(t: &Test, f: &mut impl FnMut(&Value) -> bool) -> bool {
+    atoms_all(&t.lhs, f) && atoms_all(&t.rhs, f)
 }
 

@@ -115,7 +115,9 @@ fn constant(b: bool) -> Pred {
 
 /// `and` (`is_and`; `true` is the unit) or `or` (`false` is the unit).
 fn junction(ps: impl IntoIterator<Item = Pred>, is_and: bool) -> Pred {
-    let mut out = Vec::new();
+    let ps = ps.into_iter();
+    // Room for the operands and a few more (flattening adds some).
+    let mut out = Vec::with_capacity(ps.size_hint().0 + 4);
     for p in ps {
         match p {
             Pred::True | Pred::False if (p == Pred::True) == is_and => {}

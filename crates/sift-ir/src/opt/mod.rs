@@ -95,37 +95,31 @@ fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     // Distribution may copy up to twice the tree plus a little.
     let mut budget = 2 * analysis::size(&cur) + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
-    let mut before_round = None;
-    for round in 0..rounds {
-        // A round that changed nothing (nor the budget: distributing
-        // changes the tree) would change nothing again: the passes are
-        // deterministic. A fingerprint collision would only skip an
-        // optimization, never change a verdict.
-        if skip_idle && rounds > 1 {
-            let print = fingerprint(&cur);
-            if round > 0 && before_round == Some(print) {
-                break;
-            }
-            before_round = Some(print);
-        }
+    // Whether the last path-facts pass gave its input back unchanged.
+    let mut facts_idle = false;
+    for _ in 0..rounds {
+        // Whether each pass of the round may have changed the tree: each
+        // pass says so whenever its result may differ from its input.
+        let (mut factored, mut simplified) = (false, false);
         if opts.factor {
-            cur = factor::factor(cur, &mut budget);
+            cur = factor::factor_noting(cur, &mut budget, &mut factored);
             seen("factor", &cur);
         }
-        if opts.facts {
-            cur = facts::simplify(cur);
+        // Path facts on the very tree the last path-facts pass gave back
+        // unchanged would give it back again: skipped.
+        if opts.facts && !(skip_idle && facts_idle && !factored) {
+            cur = facts::simplify_noting(cur, &mut simplified);
             seen("facts", &cur);
+            facts_idle = !simplified;
+        }
+        // A round that changed nothing (nor the budget: distributing
+        // changes the tree) would change nothing again: the passes are
+        // deterministic.
+        if skip_idle && !factored && !simplified {
+            break;
         }
     }
     cur
-}
-
-/// A 64-bit hash of the whole tree (no allocation).
-fn fingerprint(p: &Pred) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = facts::WordHasher::default();
-    p.hash(&mut h);
-    h.finish()
 }
 
 #[cfg(test)]

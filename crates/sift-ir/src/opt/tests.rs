@@ -351,3 +351,33 @@ fn borrowed_and_owned_paths_agree() {
         assert_eq!(optimize(&p), optimize_owned(p.clone()), "case {case}:\n{p}");
     }
 }
+
+/// A pass that says it changed nothing gives its input back (what lets
+/// `optimize` skip the second round).
+#[test]
+fn unchanged_passes_give_their_input_back() {
+    let mut r = Rng(0x5eed_cafe);
+    let exprs = ["tcp", "tcp port 80", "host 1.2.3.4", "ip6 and udp", "not arp"];
+    let mut preds: Vec<Pred> = exprs.iter().map(|e| parse(e)).collect();
+    preds.extend((0..1500).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }));
+    let (mut same_factor, mut same_facts) = (0, 0);
+    for p in preds {
+        let p = fold::fold(p);
+        for q in [p.clone(), facts::simplify(p.clone())] {
+            let mut changed = false;
+            let f = factor::factor_noting(q.clone(), &mut 1000, &mut changed);
+            if !changed {
+                assert_eq!(f, q, "factor");
+                same_factor += 1;
+            }
+            let mut changed = false;
+            let s = facts::simplify_noting(q.clone(), &mut changed);
+            if !changed {
+                assert_eq!(s, q, "facts");
+                same_facts += 1;
+            }
+        }
+    }
+    // The check is not vacuous.
+    assert!(same_factor > 100 && same_facts > 100, "{same_factor} {same_facts}");
+}
