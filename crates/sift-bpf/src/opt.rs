@@ -220,17 +220,15 @@ pub(crate) fn successors(pc: usize, insn: Insn) -> impl Iterator<Item = usize> {
 /// same as `validate::is_cond_jump`, without searching the opcode table.
 fn is_cond(code: u16) -> bool {
     use op::*;
-    let c = code & !X;
-    c == JMP | JEQ || c == JMP | JGT || c == JMP | JGE || c == JMP | JSET
+    // `code & !X` is one of `JMP | JEQ`, `JGT`, `JGE`, `JSET`: 0x15 plus
+    // 0x00, 0x10, 0x20 or 0x30 (one subtraction and one mask).
+    (code & !X).wrapping_sub(JMP | JEQ) & !0x30 == 0
 }
 
 /// The number of bytes a load of these size bits reads.
 fn bytes(size: u16) -> u64 {
-    match size {
-        op::B => 1,
-        op::H => 2,
-        _ => 4,
-    }
+    // A nibble per size (`W`, `H`, `B`, the unused 0x18): 4, 2, 1, 4.
+    0x4124 >> (size >> 1 & 0xc) & 0xf
 }
 
 /// A value a register may be known to hold. The packet never changes, so
