@@ -258,7 +258,8 @@ impl Default for Gen {
             cache_floor: op::MEMWORDS,
             avail: HashMap::new(),
             ready: 0,
-            items: Vec::new(),
+            // (A test's code is rarely longer.)
+            items: Vec::with_capacity(16),
         }
     }
 }
@@ -729,7 +730,14 @@ struct Candidates<'p> {
 
 /// Is computing `v` surely shorter than [`MIN_CACHED_COST`]? (A quick
 /// check before measuring.)
+#[inline]
 fn cheap(v: &Value) -> bool {
+    matches!(v, Value::Const(_) | Value::Len | Value::Load { index: None, .. }) || cheap_compound(v)
+}
+
+/// [`cheap`] for values other than constants, the length and constant-offset
+/// loads.
+fn cheap_compound(v: &Value) -> bool {
     match v {
         Value::Const(_) | Value::Len | Value::Load { index: None, .. } => true,
         Value::Load { index: Some(i), offset, .. } => {

@@ -408,22 +408,22 @@ struct FactNode {
 struct NotFilter([u64; 4]);
 
 impl NotFilter {
-    /// The word and bit of "`v != k`".
-    fn bit(v: Known, k: u32) -> (usize, u64) {
-        let h = (u64::from(k) ^ u64::from(value_bit(v).trailing_zeros()) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    /// The word and bit of "`v != k`", `v` given by its [`value_bit`].
+    fn bit(value_bit: u64, k: u32) -> (usize, u64) {
+        let h = (u64::from(k) ^ u64::from(value_bit.trailing_zeros()) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         ((h >> 62) as usize, 1 << (h >> 56 & 63))
     }
 
-    /// The filter with "`v != k`" added.
-    fn with(mut self, v: Known, k: u32) -> NotFilter {
-        let (word, bit) = NotFilter::bit(v, k);
+    /// The filter with "`v != k`" added, `v` given by its [`value_bit`].
+    fn with_bit(mut self, value_bit: u64, k: u32) -> NotFilter {
+        let (word, bit) = NotFilter::bit(value_bit, k);
         self.0[word] |= bit;
         self
     }
 
     /// Whether "`v != k`" may be in the filter (false: it is not).
     fn may_hold(&self, v: Known, k: u32) -> bool {
-        let (word, bit) = NotFilter::bit(v, k);
+        let (word, bit) = NotFilter::bit(value_bit(v), k);
         self.0[word] & bit != 0
     }
 }
@@ -495,22 +495,26 @@ impl FactArena {
         let (len, mut values, jump, below) = match self.node(list.0) {
             None => (0, (0, 0, NotFilter::default()), NIL, NIL),
             Some(n) => {
-                let j = self.jump(n.jump);
                 // Jump twice as far when the two jumps below are as long.
-                let double = n.len - self.len(Facts(n.jump)) as u32 == (self.len(Facts(n.jump)) - self.len(Facts(j))) as u32;
+                let (jump_len, j, j_len) = match self.node(n.jump) {
+                    Some(m) => (m.len, m.jump, self.len(Facts(m.jump)) as u32),
+                    None => (0, NIL, 0),
+                };
+                let double = n.len - jump_len == jump_len - j_len;
                 (n.len, (n.values, n.strong, n.nots), if double { j } else { list.0 }, n.strong_head)
             }
         };
         let (v, f) = fact;
         let at = self.nodes.len() as u32;
-        values.0 |= value_bit(v);
+        let bit = value_bit(v);
+        values.0 |= bit;
         let strong_head = match f.only_not() {
             Some(k) => {
-                values.2 = values.2.with(v, k);
+                values.2 = values.2.with_bit(bit, k);
                 below
             }
             None => {
-                values.1 |= value_bit(v);
+                values.1 |= bit;
                 at
             }
         };
@@ -758,61 +762,59 @@ impl State {
     fn apply(&mut self, insn: Insn, arena: &mut FactArena) {
         use op::*;
         let code = insn.code;
-        let class = code & 0x07;
-        let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
-        let (_, defs) = uses_defs(insn);
-        match code {
-            _ if code == ST => {
-                self.x_mem &= !bit;
-                self.a_mem |= bit;
-            }
-            _ if code == STX => {
-                self.a_mem &= !bit;
-                self.x_mem |= bit;
-            }
-            _ if code == MISC | TAX => self.x_mem = self.a_mem,
-            _ if code == MISC | TXA => self.a_mem = self.x_mem,
-            _ if code == LD | MEM => self.a_mem = bit,
-            _ if code == LDX | MEM => self.x_mem = bit,
-            _ => {
-                if defs & LIVE_A != 0 {
-                    self.a_mem = 0;
-                }
-                if defs & LIVE_X != 0 {
-                    self.x_mem = 0;
-                }
-            }
-        }
-        if let Some((v, _)) = self.load(insn) {
-            match v {
-                Known::Abs(size, k) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
-                Known::HeaderLen(k) => self.min_len = self.min_len.max(u64::from(k) + 1),
-                Known::Ind(size, k, h) => {
-                    let end = u64::from(k) + bytes(size);
-                    match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
-                        Some((_, e)) => *e = (*e).max(end),
-                        None => self.ind_len.push((h, end), false),
+        let bit = || 1u16.checked_shl(insn.k).unwrap_or(0);
+        match code & 0x07 {
+            LD | LDX => {
+                let a = code & 0x07 == LD;
+                // The scratch words the register equals.
+                let mem = if code == LD | MEM || code == LDX | MEM { bit() } else { 0 };
+                let v = self.load(insn).map(|(v, _)| v);
+                match v {
+                    Some(Known::Abs(size, k)) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
+                    Some(Known::HeaderLen(k)) => self.min_len = self.min_len.max(u64::from(k) + 1),
+                    Some(Known::Ind(size, k, h)) => {
+                        let end = u64::from(k) + bytes(size);
+                        match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
+                            Some((_, e)) => *e = (*e).max(end),
+                            None => self.ind_len.push((h, end), false),
+                        }
                     }
+                    _ => {}
                 }
-                Known::Imm(_) | Known::Len | Known::Mem(_) => {}
+                if a {
+                    self.a_mem = mem;
+                    self.a = v;
+                } else {
+                    self.x_mem = mem;
+                    self.x = v;
+                }
             }
-            if class == LD {
-                self.a = Some(v);
-            } else {
-                self.x = Some(v);
+            ST if code == ST => {
+                self.x_mem &= !bit();
+                self.a_mem |= bit();
+                self.forget_mem(insn.k, arena);
             }
-        } else if code == ST || code == STX {
-            self.forget_mem(insn.k, arena);
-        } else if code == MISC | TAX {
-            self.x = self.a;
-        } else if code == MISC | TXA {
-            self.a = self.x;
-        } else if class == ALU {
-            self.a = alu(insn, self.a, self.x).map(Known::Imm);
-        } else if class == LD {
-            self.a = None;
-        } else if class == LDX {
-            self.x = None;
+            STX if code == STX => {
+                self.a_mem &= !bit();
+                self.x_mem |= bit();
+                self.forget_mem(insn.k, arena);
+            }
+            ALU => {
+                self.a_mem = 0;
+                self.a = alu(insn, self.a, self.x).map(Known::Imm);
+            }
+            MISC if code == MISC | TAX => {
+                self.x_mem = self.a_mem;
+                self.x = self.a;
+            }
+            MISC if code == MISC | TXA => {
+                self.a_mem = self.x_mem;
+                self.a = self.x;
+            }
+            // Other miscellaneous codes would write A (see `uses_defs`).
+            MISC => self.a_mem = 0,
+            // Other stores, jumps and returns write no register.
+            _ => {}
         }
     }
 
