@@ -985,6 +985,8 @@ struct Buffers {
     relied: Vec<bool>,
     /// The links of the chain being looked at.
     links: Vec<Link>,
+    /// Room for [`emit_chain`] (made when a chain is found).
+    chain: Option<Box<ChainBufs>>,
 }
 
 /// Programs up to this long leave their [`Analysis`] buffers to the next
@@ -995,14 +997,16 @@ thread_local! {
     /// The buffers of the last [`optimize`] call on this thread, if its
     /// program was short (allocating and freeing them costs as much as a
     /// step of a short program's optimization).
-    static SPARE: Cell<Option<Analysis>> = const { Cell::new(None) };
+    static SPARE: Cell<Option<Box<Analysis>>> = const { Cell::new(None) };
 }
 
 impl Analysis {
     /// An analysis for a program of `n` instructions, with the buffers a
     /// previous call on this thread left if any (no step reads what they
     /// hold before writing it).
-    fn take(n: usize) -> Analysis {
+    /// (Boxed: moving the analysis in and out of the thread-local would
+    /// copy it twice per call.)
+    fn take(n: usize) -> Box<Analysis> {
         match SPARE.try_with(Cell::take).ok().flatten() {
             Some(mut an) => {
                 an.before.clear();
@@ -1015,12 +1019,12 @@ impl Analysis {
                 an.fresh = false;
                 an
             }
-            None => Analysis::with_capacity(n),
+            None => Box::new(Analysis::with_capacity(n)),
         }
     }
 
     /// Leaves the buffers to the next call on this thread (unless large).
-    fn give_back(self) {
+    fn give_back(self: Box<Self>) {
         if self.before.capacity() <= MAX_SPARE && self.arena.nodes.capacity() <= 4 * MAX_SPARE {
             // (Fails only while the thread exits: the buffers are freed.)
             let _ = SPARE.try_with(|spare| spare.set(Some(self)));
@@ -1375,6 +1379,7 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let mut preds = std::mem::take(&mut analysis.bufs.preds);
     let mut relied = std::mem::take(&mut analysis.bufs.relied);
     let mut links = std::mem::take(&mut analysis.bufs.links);
+    let mut chain = analysis.bufs.chain.take();
     let an = &*analysis;
     preds.clear();
     preds.resize(n, 0);
@@ -1398,7 +1403,7 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
                 if !inner_relied
                     && overwritten(prog, exit, LIVE_A)
                     && overwritten(prog, next, LIVE_A)
-                    && emit_chain(prog, an, pc, end, &links, exit, next, relied[pc])
+                    && emit_chain(prog, an, pc, end, &links, exit, next, relied[pc], chain.get_or_insert_default())
                 {
                     relied[exit] = true;
                     relied[next] = true;
@@ -1412,6 +1417,7 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     analysis.bufs.preds = preds;
     analysis.bufs.relied = relied;
     analysis.bufs.links = links;
+    analysis.bufs.chain = chain;
     if changed {
         analysis.fresh = false;
     }
@@ -1480,10 +1486,27 @@ fn chain_at(
     Some((end, exit?, cur))
 }
 
+/// [`emit_chain`]'s buffers (kept from chain to chain).
+#[derive(Default)]
+struct ChainBufs {
+    /// The values tested, in the order they are first tested (A's value on
+    /// entry first, if it is used), with the load to use for each.
+    groups: Vec<(Known, Option<Insn>)>,
+    /// `(group, link)` for each link kept (not a duplicate of an earlier
+    /// test of its group).
+    order: Vec<(u32, u32)>,
+    /// Room for finding the duplicates: `(group, test, link)`.
+    tests: Vec<(u32, u16, u32, bool, u32)>,
+    /// The rewritten chain.
+    out: Vec<Insn>,
+}
+
 /// Writes the chain `links` (occupying `start..=end`) grouped by the value
 /// tested, each value loaded once (A's value on entry is used unless
-/// `reload`); returns false (and changes nothing) if
-/// that is not shorter or a jump would not fit.
+/// `reload`), a group's tests in chain order without duplicates; returns
+/// false (and changes nothing) if that is not shorter or a jump would not
+/// fit.
+#[allow(clippy::too_many_arguments)]
 fn emit_chain(
     prog: &mut [Insn],
     an: &Analysis,
@@ -1493,77 +1516,79 @@ fn emit_chain(
     exit: usize,
     next: usize,
     reload: bool,
+    bufs: &mut ChainBufs,
 ) -> bool {
     if exit <= end || next <= end {
         return false;
     }
     // With `reload`, what A holds on entry may change: do not use it.
     let entry_a = if reload { None } else { an.before[start].as_ref().and_then(|s| s.a) };
-    let mut groups: Vec<(Known, Option<Insn>, Vec<Link>)> = Vec::new();
+    let ChainBufs { groups, order, tests, out } = bufs;
+    groups.clear();
+    tests.clear();
     if let Some(a) = entry_a {
         if links.iter().any(|l| l.value == a) {
-            groups.push((a, None, Vec::new()));
+            groups.push((a, None));
         }
     }
-    for l in links {
-        match groups.iter_mut().find(|g| g.0 == l.value) {
+    for (i, l) in links.iter().enumerate() {
+        let g = match groups.iter().position(|g| g.0 == l.value) {
             Some(g) => {
-                if g.1.is_none() && Some(g.0) != entry_a {
-                    g.1 = l.load;
+                let group = &mut groups[g];
+                if group.1.is_none() && Some(group.0) != entry_a {
+                    group.1 = l.load;
                 }
-                let dup = g.2.iter().any(|m| (m.code, m.k, m.exit_on) == (l.code, l.k, l.exit_on));
-                if !dup {
-                    g.2.push(*l);
-                }
+                g
             }
-            None => groups.push((l.value, if Some(l.value) == entry_a { None } else { l.load }, vec![*l])),
-        }
-    }
-    let mut out = Vec::new();
-    for (value, load, tests) in &groups {
-        // Only a first group testing A's value on entry needs no load.
-        if Some(*value) != entry_a || load.is_some() {
-            match load {
-                Some(l) => out.push(*l),
-                None => return false,
+            None => {
+                groups.push((l.value, if Some(l.value) == entry_a { None } else { l.load }));
+                groups.len() - 1
             }
-        }
-        for l in tests {
-            out.push(Insn::jump(l.code, l.k, 0, 0));
-        }
+        };
+        tests.push((g as u32, l.code, l.k, l.exit_on, i as u32));
     }
-    if out.len() >= end + 1 - start {
+    // A test is a duplicate if an earlier link of its group does the same
+    // test: sorted by group and test, the first of equal ones stays.
+    tests.sort_unstable();
+    tests.dedup_by_key(|t| (t.0, t.1, t.2, t.3));
+    // Group by group, each group's tests in chain order (the pairs are
+    // distinct: no order among equal keys to keep).
+    order.clear();
+    order.extend(tests.iter().map(|t| (t.0, t.4)));
+    order.sort_unstable();
+    // Only a first group testing A's value on entry needs no load.
+    let needs_load = |&(value, load): &(Known, Option<Insn>)| Some(value) != entry_a || load.is_some();
+    if groups.iter().any(|g| needs_load(g) && g.1.is_none()) {
         return false;
     }
-    // Fill in the jumps: the exit edge to `exit`, the other to the next
+    let len = groups.iter().filter(|g| needs_load(g)).count() + order.len();
+    if len >= end + 1 - start {
+        return false;
+    }
+    // The exit edge of each test goes to `exit`, the other to the next
     // instruction, or to `next` for the last test.
-    let tests: Vec<(usize, bool)> = {
-        let mut v = Vec::new();
-        let mut i = 0;
-        for (value, load, t) in &groups {
-            if Some(*value) != entry_a || load.is_some() {
-                i += 1;
-            }
-            for l in t {
-                v.push((i, l.exit_on));
-                i += 1;
+    out.clear();
+    let mut group = u32::MAX;
+    for (n, &(g, i)) in order.iter().enumerate() {
+        if g != group {
+            group = g;
+            if let (value, Some(load)) = groups[g as usize] {
+                if needs_load(&(value, Some(load))) {
+                    out.push(load);
+                }
             }
         }
-        v
-    };
-    let last = tests.len() - 1;
-    for (n, &(i, exit_on)) in tests.iter().enumerate() {
-        let p = start + i;
+        let l = &links[i as usize];
+        let p = start + out.len();
         let to_exit = exit - p - 1;
-        let to_next = if n == last { next - p - 1 } else { 0 };
+        let to_next = if n == order.len() - 1 { next - p - 1 } else { 0 };
         if to_exit > 255 || to_next > 255 {
             return false;
         }
-        let (jt, jf) = if exit_on { (to_exit, to_next) } else { (to_next, to_exit) };
-        out[i].jt = jt as u8;
-        out[i].jf = jf as u8;
+        let (jt, jf) = if l.exit_on { (to_exit, to_next) } else { (to_next, to_exit) };
+        out.push(Insn::jump(l.code, l.k, jt as u8, jf as u8));
     }
-    prog[start..start + out.len()].copy_from_slice(&out);
+    prog[start..start + out.len()].copy_from_slice(out);
     true
 }
 
