@@ -1126,42 +1126,57 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
     // chain, and flows nowhere). So what flows into a `ret` is neither
     // learned nor met: the first state to arrive stays.
     let is_ret = |t: usize| prog.get(t).is_some_and(|i| i.code & 0x07 == op::RET);
-    let flow = |t: usize, st: State, before: &mut Vec<Option<State>>, arena: &mut FactArena| {
-        if let Some(slot) = before.get_mut(t) {
-            match slot {
-                Some(old) => old.meet(&st, arena),
-                None => *slot = Some(st),
-            }
-        }
-    };
     for pc in 0..n {
-        let Some(s) = before[pc] else { continue };
+        // The state before `pc` and those after it (where jumps go).
+        let (done, later) = before.split_at_mut(pc + 1);
+        let Some(s) = &done[pc] else { continue };
         let insn = prog[pc];
         if is_cond(insn.code) {
             for (taken, off) in [(true, insn.jt), (false, insn.jf)] {
-                let t = pc + 1 + usize::from(off);
-                if is_ret(t) {
-                    before[t].get_or_insert(s);
-                } else {
-                    let mut edge = s;
-                    edge.learn(insn, taken, arena);
-                    flow(t, edge, before, arena);
+                let off = usize::from(off);
+                if let Some(slot) = later.get_mut(off) {
+                    flow_into(slot, is_ret(pc + 1 + off), s, arena, |st, arena| st.learn(insn, taken, arena));
                 }
             }
         } else if insn.code & 0x07 == op::RET {
             // Nothing flows on.
         } else {
-            let t = if insn.code == op::JMP | op::JA { pc + 1 + insn.k as usize } else { pc + 1 };
-            if is_ret(t) {
-                before[t].get_or_insert(s);
-            } else {
-                let mut next = s;
-                if insn.code != op::JMP | op::JA {
-                    next.apply(insn, arena);
-                }
-                flow(t, next, before, arena);
+            let ja = insn.code == op::JMP | op::JA;
+            let off = if ja { insn.k as usize } else { 0 };
+            if let Some(slot) = later.get_mut(off) {
+                flow_into(slot, is_ret(pc + 1 + off), s, arena, |st, arena| {
+                    if !ja {
+                        st.apply(insn, arena);
+                    }
+                });
             }
         }
+    }
+}
+
+/// Makes `slot`, the state before an instruction, hold on the paths
+/// through an edge too, along which the state `s` becomes what `step`
+/// makes of it: a `ret` (`ret`) keeps the first state to arrive, the first
+/// state arriving elsewhere is built in place, later ones are met.
+#[inline(always)]
+fn flow_into(
+    slot: &mut Option<State>,
+    ret: bool,
+    s: &State,
+    arena: &mut FactArena,
+    step: impl FnOnce(&mut State, &mut FactArena),
+) {
+    if ret {
+        slot.get_or_insert(*s);
+        return;
+    }
+    match slot {
+        Some(old) => {
+            let mut edge = *s;
+            step(&mut edge, arena);
+            old.meet(&edge, arena);
+        }
+        None => step(slot.insert(*s), arena),
     }
 }
 
@@ -1235,7 +1250,7 @@ fn thread_jumps(prog: &mut [Insn], an: &mut Analysis) -> bool {
             let mark = an.arena.nodes.len();
             let Some(edge) = an.after(prog, pc, taken) else { continue };
             let start = pc + 1 + off;
-            let best = follow(prog, pc, start, &edge, &mut an.arena);
+            let best = follow(prog, pc, start, edge, &mut an.arena);
             // The facts of `edge` and of the simulation are not needed again.
             an.arena.nodes.truncate(mark);
             if best != start {
@@ -1293,8 +1308,9 @@ fn edge_may_move(prog: &[Insn], an: &Analysis, pc: usize, taken: bool) -> bool {
 
 /// Follows an edge from the jump at `pc` landing on `start` with the
 /// state `edge`; returns the furthest point it may land on instead.
-fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State, arena: &mut FactArena) -> usize {
-    let mut sim = *edge;
+fn follow(prog: &[Insn], pc: usize, start: usize, edge: State, arena: &mut FactArena) -> usize {
+    let (edge_a, edge_x) = (edge.a, edge.x);
+    let mut sim = edge;
     let mut cur = start;
     let mut best = start;
     let (mut a_written, mut x_written) = (false, false);
@@ -1331,8 +1347,8 @@ fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State, arena: &mut Fact
             x_written = true;
         }
         cur = next;
-        let a_ok = !a_written || sim.a.is_some() && sim.a == edge.a || overwritten(prog, cur, LIVE_A);
-        let x_ok = !x_written || sim.x.is_some() && sim.x == edge.x || overwritten(prog, cur, LIVE_X);
+        let a_ok = !a_written || sim.a.is_some() && sim.a == edge_a || overwritten(prog, cur, LIVE_A);
+        let x_ok = !x_written || sim.x.is_some() && sim.x == edge_x || overwritten(prog, cur, LIVE_X);
         if a_ok && x_ok {
             best = cur;
         }
@@ -1397,6 +1413,14 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
+        // A chain starts with a test, or with a load into A and a test.
+        let may_start = |pc: usize| {
+            is_cond(prog[pc].code) || prog[pc].code & 0x07 == op::LD && prog.get(pc + 1).is_some_and(|j| is_cond(j.code))
+        };
+        if !may_start(pc) {
+            pc += 1;
+            continue;
+        }
         match chain_at(prog, an, &preds, pc, &mut links) {
             Some((end, exit, next)) => {
                 let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
@@ -1934,7 +1958,7 @@ mod tests {
                 for taken in [true, false] {
                     let start = pc + 1 + usize::from(if taken { insn.jt } else { insn.jf });
                     let edge = an.after(&p, pc, taken).expect("reachable");
-                    let best = follow(&p, pc, start, &edge, &mut an.arena);
+                    let best = follow(&p, pc, start, edge, &mut an.arena);
                     if edge_may_move(&p, &an, pc, taken) {
                         moved += 1;
                     } else {
