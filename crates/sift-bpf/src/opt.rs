@@ -288,6 +288,7 @@ impl Fact {
     }
 
     /// The outcome of `code #k` if this fact decides it.
+    #[inline]
     pub(crate) fn decide(self, code: u16, k: u32) -> Option<bool> {
         match (self, code & 0xf0) {
             (Fact::Range { lo, hi, .. }, _) if lo == hi => Some(holds(code, lo, k)),
@@ -549,7 +550,8 @@ impl FactArena {
         let mut at = list.0;
         for _ in 0..DEDUP_WINDOW {
             let Some(n) = self.node(at) else { return false };
-            if n.fact.0 == f.0 && n.fact.1 == f.1 {
+            // (The tests usually differ in `k`: compare the facts first.)
+            if n.fact.1 == f.1 && n.fact.0 == f.0 {
                 return true;
             }
             at = n.next;
