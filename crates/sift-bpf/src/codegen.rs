@@ -77,6 +77,7 @@
 use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};
 use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// A fast hasher for the small integer keys of [`Gen`]'s tables (looked up
@@ -164,7 +165,7 @@ pub fn compile(pred: &Pred, opts: &CodegenOptions) -> Result<Vec<Insn>, CodegenE
 /// the flag says whether any value was cached.
 fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<Insn>, bool), (CodegenError, bool)> {
     let snaplen = if opts.snaplen == 0 { DEFAULT_SNAPLEN } else { opts.snaplen };
-    let mut g = Gen::default();
+    let mut g = Gen::new();
     if cache {
         g.plan_cache(pred);
     }
@@ -179,6 +180,7 @@ fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<
     let mut prog = std::mem::take(&mut g.rev);
     prog.truncate(entry + 1);
     prog.reverse();
+    g.give_back();
     crate::opt::optimize(&mut prog);
     if prog.len() > op::MAXINSNS {
         return Err(fail(CodegenError::ProgramTooLarge { len: prog.len() }));
@@ -244,6 +246,40 @@ struct Gen {
     items: Vec<Item>,
 }
 
+/// The most items a spare item vector keeps room for.
+const MAX_SPARE_ITEMS: usize = 256;
+
+thread_local! {
+    /// The item vector and `ret` table of the last [`compile`] on this
+    /// thread, emptied (allocating and freeing them costs as much as
+    /// emitting a small filter's tests).
+    static SPARE: Cell<(Vec<Item>, Vec<(u32, Label)>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+impl Gen {
+    /// A generator with the buffers the last one on this thread left, if
+    /// any.
+    fn new() -> Gen {
+        let (mut items, rets) = SPARE.try_with(Cell::take).unwrap_or_default();
+        if items.capacity() == 0 {
+            // (A test's code is rarely longer.)
+            items.reserve(16);
+        }
+        Gen { items, rets: Rets(rets), ..Gen::default() }
+    }
+
+    /// Leaves the buffers to the next generator on this thread.
+    fn give_back(&mut self) {
+        let (mut items, mut rets) = (std::mem::take(&mut self.items), std::mem::take(&mut self.rets.0));
+        if items.capacity() <= MAX_SPARE_ITEMS {
+            items.clear();
+            rets.clear();
+            // (Fails only while the thread exits: the buffers are freed.)
+            let _ = SPARE.try_with(|spare| spare.set((items, rets)));
+        }
+    }
+}
+
 impl Default for Gen {
     fn default() -> Self {
         Gen {
@@ -258,8 +294,7 @@ impl Default for Gen {
             cache_floor: op::MEMWORDS,
             avail: HashMap::new(),
             ready: 0,
-            // (A test's code is rarely longer.)
-            items: Vec::with_capacity(16),
+            items: Vec::new(),
         }
     }
 }

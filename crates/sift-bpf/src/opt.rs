@@ -1820,7 +1820,8 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
             insn.jf = rel(usize::from(insn.jf)) as u8;
         }
         prog[new_index[pc]] = insn;
-        if no_ops_only {
+        // (Up to the first instruction removed, everything stays in place.)
+        if no_ops_only && new_index[pc] != pc {
             an.before[new_index[pc]] = an.before[pc];
             an.live[new_index[pc]] = an.live[pc];
         }
