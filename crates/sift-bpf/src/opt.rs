@@ -1294,16 +1294,20 @@ fn edge_may_move(prog: &[Insn], an: &Analysis, pc: usize, taken: bool) -> bool {
     if !is_cond(insn.code) {
         return matches!(s.load(insn), Some((_, true)));
     }
-    // The fact `learn` would push, if any (its conditions, in its order).
+    // The fact `learn` would push, if any (its conditions, in its order),
+    // or a fact among the newest the list has already: one that decides
+    // the jump then decides it through the list (the walk for a `jeq #k`
+    // sees "A != k" facts; only `jeq` is decided by such a fact), and only
+    // whether it is decided matters here.
     let pushed = match (jump.code & op::X, s.a, Fact::learn(jump.code, jump.k, taken)) {
-        (0, Some(v), Some(f)) if !matches!(v, Known::Imm(_)) && !an.arena.among_newest(s.facts, &(v, f)) => Some(f),
+        (0, Some(v), Some(f)) if !matches!(v, Known::Imm(_)) => Some(f),
         _ => None,
     };
     // `decide` consults facts only for a `k` test of a known non-constant
     // A that `always` does not settle.
     let by_facts = insn.code & op::X == 0 && always(insn.code, insn.k).is_none();
     match pushed {
-        Some(f) if by_facts => f.decide(insn.code, insn.k).or_else(|| s.decide(insn, &an.arena)).is_some(),
+        Some(f) if by_facts => f.decide(insn.code, insn.k).is_some() || s.decide(insn, &an.arena).is_some(),
         _ => s.decide(insn, &an.arena).is_some(),
     }
 }
@@ -1971,6 +1975,40 @@ mod tests {
             }
         }
         assert!(moved > 100, "{moved}");
+    }
+
+    /// What `edge_may_move` relies on when it does not ask whether the
+    /// edge's fact would be pushed: a fact among the newest of a list
+    /// decides a test only if the list decides it.
+    #[test]
+    fn a_fact_already_listed_decides_only_what_the_list_decides() {
+        let mut seed = 5;
+        let mut checked = 0;
+        for round in 0..3000 {
+            let p = random_program(&mut seed, 8 + round % 24);
+            let mut an = Analysis::with_capacity(p.len());
+            an.update(&p);
+            for (pc, &jump) in p.iter().enumerate() {
+                let Some(st) = an.before[pc] else { continue };
+                let Some(v) = st.a.filter(|v| !matches!(v, Known::Imm(_))) else { continue };
+                if !is_cond(jump.code) || jump.code & X != 0 {
+                    continue;
+                }
+                for taken in [true, false] {
+                    let Some(f) = Fact::learn(jump.code, jump.k, taken) else { continue };
+                    if !an.arena.among_newest(st.facts, &(v, f)) {
+                        continue;
+                    }
+                    for &t in p.iter().filter(|t| is_cond(t.code) && t.code & X == 0) {
+                        if always(t.code, t.k).is_none() && f.decide(t.code, t.k).is_some() {
+                            checked += 1;
+                            assert!(st.decide(t, &an.arena).is_some(), "{p:?} at {pc} ({taken}), {t:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 
     /// When removal keeps the liveness of what it leaves (`judged`), that
