@@ -793,7 +793,11 @@ fn has_costly_value(p: &Pred, depth: usize) -> bool {
     match p {
         Pred::True | Pred::False => false,
         Pred::Not(q) => has_costly_value(q, depth + 1),
-        Pred::And(v) | Pred::Or(v) => v.iter().any(|q| has_costly_value(q, depth + 1)),
+        // (Tests, most operands, without a call each.)
+        Pred::And(v) | Pred::Or(v) => v.iter().any(|q| match q {
+            Pred::Test(t) if depth < MAX_DEPTH => !cheap(&t.lhs) || !cheap(&t.rhs),
+            _ => has_costly_value(q, depth + 1),
+        }),
         Pred::Test(t) => !cheap(&t.lhs) || !cheap(&t.rhs),
     }
 }
