@@ -246,6 +246,9 @@ struct Gen {
     items: Vec<Item>,
 }
 
+/// A generator's item vector and `ret` table, kept for the next one.
+type SpareBuffers = (Vec<Item>, Vec<(u32, Label)>);
+
 /// The most items a spare item vector keeps room for.
 const MAX_SPARE_ITEMS: usize = 256;
 
@@ -253,7 +256,7 @@ thread_local! {
     /// The item vector and `ret` table of the last [`compile`] on this
     /// thread, emptied (allocating and freeing them costs as much as
     /// emitting a small filter's tests).
-    static SPARE: Cell<(Vec<Item>, Vec<(u32, Label)>)> = const { Cell::new((Vec::new(), Vec::new())) };
+    static SPARE: Cell<SpareBuffers> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
 impl Gen {

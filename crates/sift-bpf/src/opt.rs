@@ -431,6 +431,11 @@ impl NotFilter {
 
 /// A value's bit in [`FactNode::values`] (one of 64, by a hash).
 fn value_bit(v: Known) -> u64 {
+    1 << (value_hash(v) >> 58)
+}
+
+/// A hash of a value.
+fn value_hash(v: Known) -> u64 {
     let h = match v {
         Known::Imm(k) => u64::from(k) << 3,
         Known::Len => 1,
@@ -439,7 +444,7 @@ fn value_bit(v: Known) -> u64 {
         Known::HeaderLen(k) => u64::from(k) << 3 | 4,
         Known::Mem(k) => u64::from(k) << 3 | 5,
     };
-    1 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// The nodes of every fact list of one analysis (nodes are only added;
@@ -985,6 +990,8 @@ struct Buffers {
     /// overwritten.
     preds: Vec<u32>,
     relied: Vec<bool>,
+    /// The set of hashes of the loads and tests, for [`may_regroup`].
+    keys: Vec<u64>,
     /// The links of the chain being looked at.
     links: Vec<Link>,
     /// Room for [`emit_chain`] (made when a chain is found).
@@ -1398,6 +1405,15 @@ struct Link {
 fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let n = prog.len();
     analysis.update(prog);
+    if n <= MAX_PRECHECKED && !may_regroup(prog, analysis) {
+        return false;
+    }
+    regroup(prog, analysis)
+}
+
+/// [`reorder_chains`] without the check of [`may_regroup`].
+fn regroup(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
+    let n = prog.len();
     let mut preds = std::mem::take(&mut analysis.bufs.preds);
     let mut relied = std::mem::take(&mut analysis.bufs.relied);
     let mut links = std::mem::take(&mut analysis.bufs.links);
@@ -1452,6 +1468,53 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
         analysis.fresh = false;
     }
     changed
+}
+
+/// The longest program [`reorder_chains`] first checks with [`may_regroup`]
+/// (longer ones nearly always repeat a load or a test, and sorting their
+/// keys costs more than it saves).
+const MAX_PRECHECKED: usize = 64;
+
+/// Whether [`reorder_chains`] may find a chain to rewrite shorter. A
+/// rewritten chain is shorter only if it drops a test (a duplicate: the
+/// same `code #k` on the same value) or a load: one of a value loaded by
+/// two links, or one of the value A holds where the chain starts. A holds
+/// a value only through a load of it (an instruction equal to the link's)
+/// or through an ALU or `txa` instruction. So a program without ALU and
+/// miscellaneous instructions, without two equal loads into A and without
+/// two equal tests of one value has no chain to rewrite. (Hashes stand for
+/// the loads and tests: a collision only means looking for chains.)
+fn may_regroup(prog: &[Insn], an: &mut Analysis) -> bool {
+    let Analysis { before, bufs, .. } = an;
+    // An open-addressing set of the keys (0: empty), at most half full.
+    let keys = &mut bufs.keys;
+    keys.clear();
+    keys.resize(2 * MAX_PRECHECKED, 0);
+    let mask = keys.len() - 1;
+    for (pc, &insn) in prog.iter().enumerate() {
+        let op = u64::from(insn.code) << 32 | u64::from(insn.k);
+        let key = match insn.code & 0x07 {
+            op::ALU | op::MISC => return true,
+            op::LD => op | 1 << 62,
+            op::JMP if is_cond(insn.code) => match before[pc].as_ref().and_then(|s| s.a) {
+                Some(a) => (op ^ value_hash(a)) | 1 << 63,
+                None => continue,
+            },
+            _ => continue,
+        };
+        let mut i = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize & mask;
+        loop {
+            match keys[i] {
+                0 => {
+                    keys[i] = key;
+                    break;
+                }
+                k if k == key => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+    false
 }
 
 /// The chain of tests starting at `start`, if any: its links (into
@@ -1946,6 +2009,50 @@ mod tests {
         p
     }
 
+    /// Random programs of chains of tests that leave to a common place
+    /// (loads that cannot abort first; sometimes an ALU instruction or a
+    /// register move), from `seed`.
+    fn random_chains(seed: &mut u64) -> Vec<Insn> {
+        let mut next = |m: u64| {
+            *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (*seed >> 33) % m
+        };
+        let mut body = vec![s(LD | B | ABS, 23), s(LDX | B | MSH, 14), s(LD | H | IND, 16)];
+        let loads = [s(LD | H | ABS, 12), s(LD | B | ABS, 23), s(LD | B | IND, 14), s(LD | H | IND, 16), s(LD | IMM, 7)];
+        // Jumps to the end are filled in below: (index, exit on, to accept).
+        let mut exits = Vec::new();
+        for _ in 0..1 + next(3) {
+            let to_accept = next(2) == 0;
+            let exit_on = next(2) == 0;
+            // A = 7 computed, not loaded, where the chain starts.
+            match next(4) {
+                0 => body.extend([s(LD | IMM, 6), s(ALU | ADD | K, 1)]),
+                1 => body.extend([s(LDX | IMM, 7), s(MISC | TXA, 0)]),
+                _ => {}
+            }
+            for _ in 0..2 + next(5) {
+                match next(12) {
+                    0 => body.push(s(ALU | ADD | K, 1)),
+                    1 => body.push(s(MISC | TXA, 0)),
+                    2..=8 => body.push(loads[next(5) as usize]),
+                    _ => {}
+                }
+                let code = [JEQ, JEQ, JGT, JSET][next(4) as usize];
+                exits.push((body.len(), exit_on, to_accept));
+                body.push(j(JMP | code | K, [6, 7, 17, 80, 0x800, 0x1fff][next(6) as usize], 0, 0));
+            }
+        }
+        let (accept, reject) = (body.len(), body.len() + 1);
+        for (at, exit_on, to_accept) in exits {
+            let off = ((if to_accept { accept } else { reject }) - at - 1) as u8;
+            let (jt, jf) = if exit_on { (off, 0) } else { (0, off) };
+            body[at].jt = jt;
+            body[at].jf = jf;
+        }
+        body.extend([s(RET | K, 9), s(RET | K, 0)]);
+        body
+    }
+
     /// The cheap test of threading agrees with following the edge: when
     /// it says an edge cannot move, `follow` returns where it lands.
     #[test]
@@ -2009,6 +2116,39 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    /// Chain regrouping finds nothing to rewrite in the programs
+    /// `may_regroup` rules out.
+    #[test]
+    fn programs_ruled_out_have_no_chain_to_regroup() {
+        let mut seed = 13;
+        let (mut ruled_out, mut regrouped) = (0, 0);
+        for round in 0..20000 {
+            let mut p = if round % 2 == 0 {
+                random_program(&mut seed, 4 + round % 20)
+            } else {
+                random_chains(&mut seed)
+            };
+            if !forward_only(&p) {
+                continue;
+            }
+            let mut an = Analysis::with_capacity(p.len());
+            if round % 4 == 0 {
+                thread_jumps(&mut p, &mut an);
+                remove(&mut p, &mut an);
+            }
+            an.update(&p);
+            let before = p.clone();
+            let may = p.len() > MAX_PRECHECKED || may_regroup(&p, &mut an);
+            let changed = regroup(&mut p, &mut an);
+            regrouped += usize::from(changed);
+            if !may {
+                ruled_out += 1;
+                assert!(!changed, "{before:?} -> {p:?}");
+            }
+        }
+        assert!(ruled_out > 1000 && regrouped > 100, "{ruled_out} {regrouped}");
     }
 
     /// When removal keeps the liveness of what it leaves (`judged`), that

@@ -174,43 +174,36 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
         if !is_known_opcode(code) {
             return fail(ValidateErrorKind::UnknownOpcode);
         }
-        // (One dispatch on the opcode; the cases are disjoint.)
-        match code {
-            _ if code == ALU | DIV | K || code == ALU | MOD | K => {
-                if insn.k == 0 {
-                    return fail(ValidateErrorKind::DivisionByZero);
-                }
+        if code == ALU | DIV | K || code == ALU | MOD | K {
+            if insn.k == 0 {
+                return fail(ValidateErrorKind::DivisionByZero);
             }
-            _ if code == ALU | LSH | K || code == ALU | RSH | K => {
-                if insn.k >= 32 {
-                    return fail(ValidateErrorKind::ShiftTooLarge);
-                }
+        } else if code == ALU | LSH | K || code == ALU | RSH | K {
+            if insn.k >= 32 {
+                return fail(ValidateErrorKind::ShiftTooLarge);
             }
-            _ if code == LD | MEM || code == LDX | MEM || code == ST || code == STX => {
-                if insn.k >= MEMWORDS {
-                    return fail(ValidateErrorKind::BadScratchIndex);
-                }
+        } else if code == LD | MEM || code == LDX | MEM || code == ST || code == STX {
+            if insn.k >= MEMWORDS {
+                return fail(ValidateErrorKind::BadScratchIndex);
             }
-            _ if code == JMP | JA => {
-                let target = pc as i64 + 1 + i64::from(insn.k);
+        } else if code == JMP | JA {
+            let target = pc as i64 + 1 + i64::from(insn.k);
+            if target >= len as i64 {
+                return fail(ValidateErrorKind::JumpOutOfRange { target });
+            }
+        } else if code == LD | W | ABS || code == LD | H | ABS || code == LD | B | ABS {
+            // (Before the conditional jumps: the cases are disjoint, and
+            // these loads are common.)
+            if insn.k >= SKF_AD_OFF && ancillary_name(insn.k).is_none() {
+                return fail(ValidateErrorKind::UnknownAncillary);
+            }
+        } else if is_cond_jump(code) {
+            for off in [insn.jt, insn.jf] {
+                let target = pc as i64 + 1 + i64::from(off);
                 if target >= len as i64 {
                     return fail(ValidateErrorKind::JumpOutOfRange { target });
                 }
             }
-            _ if code == LD | W | ABS || code == LD | H | ABS || code == LD | B | ABS => {
-                if insn.k >= SKF_AD_OFF && ancillary_name(insn.k).is_none() {
-                    return fail(ValidateErrorKind::UnknownAncillary);
-                }
-            }
-            _ if is_cond_jump(code) => {
-                for off in [insn.jt, insn.jf] {
-                    let target = pc as i64 + 1 + i64::from(off);
-                    if target >= len as i64 {
-                        return fail(ValidateErrorKind::JumpOutOfRange { target });
-                    }
-                }
-            }
-            _ => {}
         }
     }
     let last = prog[len - 1];
