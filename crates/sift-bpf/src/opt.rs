@@ -65,7 +65,10 @@
 //! confirms that nothing changes any more, runs only the steps that have
 //! not seen the program as it is; threading follows only edges whose first
 //! instruction it can get past ([`edge_may_move`]), and removal, when its
-//! previous judgments still hold, looks only at jumps.
+//! previous judgments still hold, looks only at jumps. Chain regrouping does
+//! not look for chains in a short program that repeats no load and no test
+//! of one value and computes nothing ([`may_regroup`]): no chain of it can
+//! be rewritten shorter.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
