@@ -77,6 +77,7 @@
 use crate::insn::{op, Insn};
 use crate::validate::{validate, ValidateError};
 use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value, PROTOCHAIN_MAX_STEPS};
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// A fast hasher for the small integer keys of [`Gen`]'s tables (looked up
@@ -164,7 +165,7 @@ pub fn compile(pred: &Pred, opts: &CodegenOptions) -> Result<Vec<Insn>, CodegenE
 /// the flag says whether any value was cached.
 fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<Insn>, bool), (CodegenError, bool)> {
     let snaplen = if opts.snaplen == 0 { DEFAULT_SNAPLEN } else { opts.snaplen };
-    let mut g = Gen::default();
+    let mut g = Gen::new();
     if cache {
         g.plan_cache(pred);
     }
@@ -174,7 +175,12 @@ fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<
     let accept = g.push_ret(snaplen);
     g.reject = reject;
     let entry = g.pred(pred, accept, reject, 0).map_err(fail)?;
-    let mut prog: Vec<Insn> = g.rev[..=entry].iter().rev().copied().collect();
+    // The program is the reversed vector up to the entry, turned around
+    // (in place: no copy).
+    let mut prog = std::mem::take(&mut g.rev);
+    prog.truncate(entry + 1);
+    prog.reverse();
+    g.give_back();
     crate::opt::optimize(&mut prog);
     if prog.len() > op::MAXINSNS {
         return Err(fail(CodegenError::ProgramTooLarge { len: prog.len() }));
@@ -185,6 +191,25 @@ fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<
 
 /// A position in the reversed program: the index of an emitted instruction.
 type Label = usize;
+
+/// The latest reusable `ret #k` of each `k`: a few entries searched in
+/// order (a program has two, `ret #0` and `ret #snaplen`; a map would cost
+/// an allocation and a hash per lookup).
+#[derive(Default)]
+struct Rets(Vec<(u32, Label)>);
+
+impl Rets {
+    fn set(&mut self, k: u32, l: Label) {
+        match self.0.iter_mut().find(|(j, _)| *j == k) {
+            Some(e) => e.1 = l,
+            None => self.0.push((k, l)),
+        }
+    }
+
+    fn get(&self, k: u32) -> Option<Label> {
+        self.0.iter().find(|(j, _)| *j == k).map(|&(_, l)| l)
+    }
+}
 
 /// One step of a test's straight-line code.
 #[derive(Clone, Copy, Debug)]
@@ -201,7 +226,7 @@ struct Gen {
     /// The original `ret #0`.
     reject: Label,
     /// The nearest (latest emitted) reusable `ret #k`, by `k`.
-    rets: HashMap<u32, Label, Mix>,
+    rets: Rets,
     /// The nearest reusable `ja` to a label, by that label.
     trampolines: HashMap<Label, Label, Mix>,
     /// Scratch words in use (the evaluation stack's depth).
@@ -221,6 +246,43 @@ struct Gen {
     items: Vec<Item>,
 }
 
+/// A generator's item vector and `ret` table, kept for the next one.
+type SpareBuffers = (Vec<Item>, Vec<(u32, Label)>);
+
+/// The most items a spare item vector keeps room for.
+const MAX_SPARE_ITEMS: usize = 256;
+
+thread_local! {
+    /// The item vector and `ret` table of the last [`compile`] on this
+    /// thread, emptied (allocating and freeing them costs as much as
+    /// emitting a small filter's tests).
+    static SPARE: Cell<SpareBuffers> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+impl Gen {
+    /// A generator with the buffers the last one on this thread left, if
+    /// any.
+    fn new() -> Gen {
+        let (mut items, rets) = SPARE.try_with(Cell::take).unwrap_or_default();
+        if items.capacity() == 0 {
+            // (A test's code is rarely longer.)
+            items.reserve(16);
+        }
+        Gen { items, rets: Rets(rets), ..Gen::default() }
+    }
+
+    /// Leaves the buffers to the next generator on this thread.
+    fn give_back(&mut self) {
+        let (mut items, mut rets) = (std::mem::take(&mut self.items), std::mem::take(&mut self.rets.0));
+        if items.capacity() <= MAX_SPARE_ITEMS {
+            items.clear();
+            rets.clear();
+            // (Fails only while the thread exits: the buffers are freed.)
+            let _ = SPARE.try_with(|spare| spare.set((items, rets)));
+        }
+    }
+}
+
 impl Default for Gen {
     fn default() -> Self {
         Gen {
@@ -228,7 +290,7 @@ impl Default for Gen {
             // several times).
             rev: Vec::with_capacity(64),
             reject: 0,
-            rets: HashMap::default(),
+            rets: Rets::default(),
             trampolines: HashMap::default(),
             scratch: 0,
             slots: HashMap::new(),
@@ -249,7 +311,7 @@ impl Gen {
     /// Emits a `ret #k` that later jumps may reuse.
     fn push_ret(&mut self, k: u32) -> Label {
         let l = self.push(Insn::stmt(op::RET | op::K, k));
-        self.rets.insert(k, l);
+        self.rets.set(k, l);
         l
     }
 
@@ -263,7 +325,7 @@ impl Gen {
     fn nearest(&self, l: Label) -> Label {
         let insn = self.rev[l];
         if insn.code == op::RET | op::K {
-            return self.rets.get(&insn.k).map_or(l, |&r| r.max(l));
+            return self.rets.get(insn.k).map_or(l, |r| r.max(l));
         }
         let dest = self.final_target(l);
         self.trampolines.get(&dest).map_or(dest, |&t| t.max(dest))
@@ -366,14 +428,18 @@ impl Gen {
     }
 
     fn test(&mut self, t: &Test, yes: Label, no: Label, depth: usize) -> Result<Label, CodegenError> {
-        if !within_depth(&t.lhs, MAX_DEPTH - depth) || !within_depth(&t.rhs, MAX_DEPTH - depth) {
-            return Err(CodegenError::TooDeep);
-        }
-        if aborts(&t.lhs) || aborts(&t.rhs) {
-            return Ok(self.reject);
-        }
-        if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
-            return self.protochain_test(t, yes, no);
+        // (Most tests compare a constant-offset load with a constant: none
+        // of the checks below can hold, no need to walk the operands.)
+        if depth >= MAX_DEPTH || !leaf(&t.lhs) || !leaf(&t.rhs) {
+            if !within_depth(&t.lhs, MAX_DEPTH - depth) || !within_depth(&t.rhs, MAX_DEPTH - depth) {
+                return Err(CodegenError::TooDeep);
+            }
+            if aborts(&t.lhs) || aborts(&t.rhs) {
+                return Ok(self.reject);
+            }
+            if has_protochain(&t.lhs) || has_protochain(&t.rhs) {
+                return self.protochain_test(t, yes, no);
+            }
         }
         // (No lookup, hashing the address, when nothing is cached.)
         self.ready = if self.avail.is_empty() { 0 } else { self.avail.get(&(t as *const Test)).copied().unwrap_or(0) };
@@ -702,7 +768,14 @@ struct Candidates<'p> {
 
 /// Is computing `v` surely shorter than [`MIN_CACHED_COST`]? (A quick
 /// check before measuring.)
+#[inline]
 fn cheap(v: &Value) -> bool {
+    matches!(v, Value::Const(_) | Value::Len | Value::Load { index: None, .. }) || cheap_compound(v)
+}
+
+/// [`cheap`] for values other than constants, the length and constant-offset
+/// loads.
+fn cheap_compound(v: &Value) -> bool {
     match v {
         Value::Const(_) | Value::Len | Value::Load { index: None, .. } => true,
         Value::Load { index: Some(i), offset, .. } => {
@@ -723,7 +796,11 @@ fn has_costly_value(p: &Pred, depth: usize) -> bool {
     match p {
         Pred::True | Pred::False => false,
         Pred::Not(q) => has_costly_value(q, depth + 1),
-        Pred::And(v) | Pred::Or(v) => v.iter().any(|q| has_costly_value(q, depth + 1)),
+        // (Tests, most operands, without a call each.)
+        Pred::And(v) | Pred::Or(v) => v.iter().any(|q| match q {
+            Pred::Test(t) if depth < MAX_DEPTH => !cheap(&t.lhs) || !cheap(&t.rhs),
+            _ => has_costly_value(q, depth + 1),
+        }),
         Pred::Test(t) => !cheap(&t.lhs) || !cheap(&t.rhs),
     }
 }
@@ -1072,6 +1149,17 @@ fn header_len_offset(v: &Value) -> Option<u32> {
         Some(at as u32)
     } else {
         None
+    }
+}
+
+/// Is `v` a constant, the length or a constant-offset load that does not
+/// abort on every packet? (Nested one level: [`within_depth`] holds for
+/// any budget from 1, and neither [`aborts`] nor [`has_protochain`] does.)
+fn leaf(v: &Value) -> bool {
+    match v {
+        Value::Const(_) | Value::Len => true,
+        Value::Load { size, index: None, offset } => u64::from(*offset) + u64::from(size.bytes()) - 1 <= LAST_OFFSET,
+        _ => false,
     }
 }
 

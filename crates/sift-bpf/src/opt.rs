@@ -65,7 +65,10 @@
 //! confirms that nothing changes any more, runs only the steps that have
 //! not seen the program as it is; threading follows only edges whose first
 //! instruction it can get past ([`edge_may_move`]), and removal, when its
-//! previous judgments still hold, looks only at jumps.
+//! previous judgments still hold, looks only at jumps. Chain regrouping does
+//! not look for chains in a short program that repeats no load and no test
+//! of one value and computes nothing ([`may_regroup`]): no chain of it can
+//! be rewritten shorter.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
@@ -220,17 +223,15 @@ pub(crate) fn successors(pc: usize, insn: Insn) -> impl Iterator<Item = usize> {
 /// same as `validate::is_cond_jump`, without searching the opcode table.
 fn is_cond(code: u16) -> bool {
     use op::*;
-    let c = code & !X;
-    c == JMP | JEQ || c == JMP | JGT || c == JMP | JGE || c == JMP | JSET
+    // `code & !X` is one of `JMP | JEQ`, `JGT`, `JGE`, `JSET`: 0x15 plus
+    // 0x00, 0x10, 0x20 or 0x30 (one subtraction and one mask).
+    (code & !X).wrapping_sub(JMP | JEQ) & !0x30 == 0
 }
 
 /// The number of bytes a load of these size bits reads.
 fn bytes(size: u16) -> u64 {
-    match size {
-        op::B => 1,
-        op::H => 2,
-        _ => 4,
-    }
+    // A nibble per size (`W`, `H`, `B`, the unused 0x18): 4, 2, 1, 4.
+    0x4124 >> (size >> 1 & 0xc) & 0xf
 }
 
 /// A value a register may be known to hold. The packet never changes, so
@@ -290,6 +291,7 @@ impl Fact {
     }
 
     /// The outcome of `code #k` if this fact decides it.
+    #[inline]
     pub(crate) fn decide(self, code: u16, k: u32) -> Option<bool> {
         match (self, code & 0xf0) {
             (Fact::Range { lo, hi, .. }, _) if lo == hi => Some(holds(code, lo, k)),
@@ -410,28 +412,33 @@ struct FactNode {
 struct NotFilter([u64; 4]);
 
 impl NotFilter {
-    /// The word and bit of "`v != k`".
-    fn bit(v: Known, k: u32) -> (usize, u64) {
-        let h = (u64::from(k) ^ u64::from(value_bit(v).trailing_zeros()) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    /// The word and bit of "`v != k`", `v` given by its [`value_bit`].
+    fn bit(value_bit: u64, k: u32) -> (usize, u64) {
+        let h = (u64::from(k) ^ u64::from(value_bit.trailing_zeros()) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         ((h >> 62) as usize, 1 << (h >> 56 & 63))
     }
 
-    /// The filter with "`v != k`" added.
-    fn with(mut self, v: Known, k: u32) -> NotFilter {
-        let (word, bit) = NotFilter::bit(v, k);
+    /// The filter with "`v != k`" added, `v` given by its [`value_bit`].
+    fn with_bit(mut self, value_bit: u64, k: u32) -> NotFilter {
+        let (word, bit) = NotFilter::bit(value_bit, k);
         self.0[word] |= bit;
         self
     }
 
     /// Whether "`v != k`" may be in the filter (false: it is not).
     fn may_hold(&self, v: Known, k: u32) -> bool {
-        let (word, bit) = NotFilter::bit(v, k);
+        let (word, bit) = NotFilter::bit(value_bit(v), k);
         self.0[word] & bit != 0
     }
 }
 
 /// A value's bit in [`FactNode::values`] (one of 64, by a hash).
 fn value_bit(v: Known) -> u64 {
+    1 << (value_hash(v) >> 58)
+}
+
+/// A hash of a value.
+fn value_hash(v: Known) -> u64 {
     let h = match v {
         Known::Imm(k) => u64::from(k) << 3,
         Known::Len => 1,
@@ -440,7 +447,7 @@ fn value_bit(v: Known) -> u64 {
         Known::HeaderLen(k) => u64::from(k) << 3 | 4,
         Known::Mem(k) => u64::from(k) << 3 | 5,
     };
-    1 << (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+    h.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// The nodes of every fact list of one analysis (nodes are only added;
@@ -497,22 +504,26 @@ impl FactArena {
         let (len, mut values, jump, below) = match self.node(list.0) {
             None => (0, (0, 0, NotFilter::default()), NIL, NIL),
             Some(n) => {
-                let j = self.jump(n.jump);
                 // Jump twice as far when the two jumps below are as long.
-                let double = n.len - self.len(Facts(n.jump)) as u32 == (self.len(Facts(n.jump)) - self.len(Facts(j))) as u32;
+                let (jump_len, j, j_len) = match self.node(n.jump) {
+                    Some(m) => (m.len, m.jump, self.len(Facts(m.jump)) as u32),
+                    None => (0, NIL, 0),
+                };
+                let double = n.len - jump_len == jump_len - j_len;
                 (n.len, (n.values, n.strong, n.nots), if double { j } else { list.0 }, n.strong_head)
             }
         };
         let (v, f) = fact;
         let at = self.nodes.len() as u32;
-        values.0 |= value_bit(v);
+        let bit = value_bit(v);
+        values.0 |= bit;
         let strong_head = match f.only_not() {
             Some(k) => {
-                values.2 = values.2.with(v, k);
+                values.2 = values.2.with_bit(bit, k);
                 below
             }
             None => {
-                values.1 |= value_bit(v);
+                values.1 |= bit;
                 at
             }
         };
@@ -547,7 +558,8 @@ impl FactArena {
         let mut at = list.0;
         for _ in 0..DEDUP_WINDOW {
             let Some(n) = self.node(at) else { return false };
-            if n.fact.0 == f.0 && n.fact.1 == f.1 {
+            // (The tests usually differ in `k`: compare the facts first.)
+            if n.fact.1 == f.1 && n.fact.0 == f.0 {
                 return true;
             }
             at = n.next;
@@ -760,61 +772,59 @@ impl State {
     fn apply(&mut self, insn: Insn, arena: &mut FactArena) {
         use op::*;
         let code = insn.code;
-        let class = code & 0x07;
-        let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
-        let (_, defs) = uses_defs(insn);
-        match code {
-            _ if code == ST => {
-                self.x_mem &= !bit;
-                self.a_mem |= bit;
-            }
-            _ if code == STX => {
-                self.a_mem &= !bit;
-                self.x_mem |= bit;
-            }
-            _ if code == MISC | TAX => self.x_mem = self.a_mem,
-            _ if code == MISC | TXA => self.a_mem = self.x_mem,
-            _ if code == LD | MEM => self.a_mem = bit,
-            _ if code == LDX | MEM => self.x_mem = bit,
-            _ => {
-                if defs & LIVE_A != 0 {
-                    self.a_mem = 0;
-                }
-                if defs & LIVE_X != 0 {
-                    self.x_mem = 0;
-                }
-            }
-        }
-        if let Some((v, _)) = self.load(insn) {
-            match v {
-                Known::Abs(size, k) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
-                Known::HeaderLen(k) => self.min_len = self.min_len.max(u64::from(k) + 1),
-                Known::Ind(size, k, h) => {
-                    let end = u64::from(k) + bytes(size);
-                    match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
-                        Some((_, e)) => *e = (*e).max(end),
-                        None => self.ind_len.push((h, end), false),
+        let bit = || 1u16.checked_shl(insn.k).unwrap_or(0);
+        match code & 0x07 {
+            LD | LDX => {
+                let a = code & 0x07 == LD;
+                // The scratch words the register equals.
+                let mem = if code == LD | MEM || code == LDX | MEM { bit() } else { 0 };
+                let v = self.load(insn).map(|(v, _)| v);
+                match v {
+                    Some(Known::Abs(size, k)) => self.min_len = self.min_len.max(u64::from(k) + bytes(size)),
+                    Some(Known::HeaderLen(k)) => self.min_len = self.min_len.max(u64::from(k) + 1),
+                    Some(Known::Ind(size, k, h)) => {
+                        let end = u64::from(k) + bytes(size);
+                        match self.ind_len.iter_mut().find(|(g, _)| *g == h) {
+                            Some((_, e)) => *e = (*e).max(end),
+                            None => self.ind_len.push((h, end), false),
+                        }
                     }
+                    _ => {}
                 }
-                Known::Imm(_) | Known::Len | Known::Mem(_) => {}
+                if a {
+                    self.a_mem = mem;
+                    self.a = v;
+                } else {
+                    self.x_mem = mem;
+                    self.x = v;
+                }
             }
-            if class == LD {
-                self.a = Some(v);
-            } else {
-                self.x = Some(v);
+            ST if code == ST => {
+                self.x_mem &= !bit();
+                self.a_mem |= bit();
+                self.forget_mem(insn.k, arena);
             }
-        } else if code == ST || code == STX {
-            self.forget_mem(insn.k, arena);
-        } else if code == MISC | TAX {
-            self.x = self.a;
-        } else if code == MISC | TXA {
-            self.a = self.x;
-        } else if class == ALU {
-            self.a = alu(insn, self.a, self.x).map(Known::Imm);
-        } else if class == LD {
-            self.a = None;
-        } else if class == LDX {
-            self.x = None;
+            STX if code == STX => {
+                self.a_mem &= !bit();
+                self.x_mem |= bit();
+                self.forget_mem(insn.k, arena);
+            }
+            ALU => {
+                self.a_mem = 0;
+                self.a = alu(insn, self.a, self.x).map(Known::Imm);
+            }
+            MISC if code == MISC | TAX => {
+                self.x_mem = self.a_mem;
+                self.x = self.a;
+            }
+            MISC if code == MISC | TXA => {
+                self.a_mem = self.x_mem;
+                self.a = self.x;
+            }
+            // Other miscellaneous codes would write A (see `uses_defs`).
+            MISC => self.a_mem = 0,
+            // Other stores, jumps and returns write no register.
+            _ => {}
         }
     }
 
@@ -983,8 +993,12 @@ struct Buffers {
     /// overwritten.
     preds: Vec<u32>,
     relied: Vec<bool>,
+    /// The set of hashes of the loads and tests, for [`may_regroup`].
+    keys: Vec<u64>,
     /// The links of the chain being looked at.
     links: Vec<Link>,
+    /// Room for [`emit_chain`] (made when a chain is found).
+    chain: Option<Box<ChainBufs>>,
 }
 
 /// Programs up to this long leave their [`Analysis`] buffers to the next
@@ -995,14 +1009,16 @@ thread_local! {
     /// The buffers of the last [`optimize`] call on this thread, if its
     /// program was short (allocating and freeing them costs as much as a
     /// step of a short program's optimization).
-    static SPARE: Cell<Option<Analysis>> = const { Cell::new(None) };
+    static SPARE: Cell<Option<Box<Analysis>>> = const { Cell::new(None) };
 }
 
 impl Analysis {
     /// An analysis for a program of `n` instructions, with the buffers a
     /// previous call on this thread left if any (no step reads what they
     /// hold before writing it).
-    fn take(n: usize) -> Analysis {
+    /// (Boxed: moving the analysis in and out of the thread-local would
+    /// copy it twice per call.)
+    fn take(n: usize) -> Box<Analysis> {
         match SPARE.try_with(Cell::take).ok().flatten() {
             Some(mut an) => {
                 an.before.clear();
@@ -1015,12 +1031,12 @@ impl Analysis {
                 an.fresh = false;
                 an
             }
-            None => Analysis::with_capacity(n),
+            None => Box::new(Analysis::with_capacity(n)),
         }
     }
 
     /// Leaves the buffers to the next call on this thread (unless large).
-    fn give_back(self) {
+    fn give_back(self: Box<Self>) {
         if self.before.capacity() <= MAX_SPARE && self.arena.nodes.capacity() <= 4 * MAX_SPARE {
             // (Fails only while the thread exits: the buffers are freed.)
             let _ = SPARE.try_with(|spare| spare.set(Some(self)));
@@ -1122,42 +1138,57 @@ fn analyze(prog: &[Insn], an: &mut Analysis) {
     // chain, and flows nowhere). So what flows into a `ret` is neither
     // learned nor met: the first state to arrive stays.
     let is_ret = |t: usize| prog.get(t).is_some_and(|i| i.code & 0x07 == op::RET);
-    let flow = |t: usize, st: State, before: &mut Vec<Option<State>>, arena: &mut FactArena| {
-        if let Some(slot) = before.get_mut(t) {
-            match slot {
-                Some(old) => old.meet(&st, arena),
-                None => *slot = Some(st),
-            }
-        }
-    };
     for pc in 0..n {
-        let Some(s) = before[pc] else { continue };
+        // The state before `pc` and those after it (where jumps go).
+        let (done, later) = before.split_at_mut(pc + 1);
+        let Some(s) = &done[pc] else { continue };
         let insn = prog[pc];
         if is_cond(insn.code) {
             for (taken, off) in [(true, insn.jt), (false, insn.jf)] {
-                let t = pc + 1 + usize::from(off);
-                if is_ret(t) {
-                    before[t].get_or_insert(s);
-                } else {
-                    let mut edge = s;
-                    edge.learn(insn, taken, arena);
-                    flow(t, edge, before, arena);
+                let off = usize::from(off);
+                if let Some(slot) = later.get_mut(off) {
+                    flow_into(slot, is_ret(pc + 1 + off), s, arena, |st, arena| st.learn(insn, taken, arena));
                 }
             }
         } else if insn.code & 0x07 == op::RET {
             // Nothing flows on.
         } else {
-            let t = if insn.code == op::JMP | op::JA { pc + 1 + insn.k as usize } else { pc + 1 };
-            if is_ret(t) {
-                before[t].get_or_insert(s);
-            } else {
-                let mut next = s;
-                if insn.code != op::JMP | op::JA {
-                    next.apply(insn, arena);
-                }
-                flow(t, next, before, arena);
+            let ja = insn.code == op::JMP | op::JA;
+            let off = if ja { insn.k as usize } else { 0 };
+            if let Some(slot) = later.get_mut(off) {
+                flow_into(slot, is_ret(pc + 1 + off), s, arena, |st, arena| {
+                    if !ja {
+                        st.apply(insn, arena);
+                    }
+                });
             }
         }
+    }
+}
+
+/// Makes `slot`, the state before an instruction, hold on the paths
+/// through an edge too, along which the state `s` becomes what `step`
+/// makes of it: a `ret` (`ret`) keeps the first state to arrive, the first
+/// state arriving elsewhere is built in place, later ones are met.
+#[inline(always)]
+fn flow_into(
+    slot: &mut Option<State>,
+    ret: bool,
+    s: &State,
+    arena: &mut FactArena,
+    step: impl FnOnce(&mut State, &mut FactArena),
+) {
+    if ret {
+        slot.get_or_insert(*s);
+        return;
+    }
+    match slot {
+        Some(old) => {
+            let mut edge = *s;
+            step(&mut edge, arena);
+            old.meet(&edge, arena);
+        }
+        None => step(slot.insert(*s), arena),
     }
 }
 
@@ -1231,7 +1262,7 @@ fn thread_jumps(prog: &mut [Insn], an: &mut Analysis) -> bool {
             let mark = an.arena.nodes.len();
             let Some(edge) = an.after(prog, pc, taken) else { continue };
             let start = pc + 1 + off;
-            let best = follow(prog, pc, start, &edge, &mut an.arena);
+            let best = follow(prog, pc, start, edge, &mut an.arena);
             // The facts of `edge` and of the simulation are not needed again.
             an.arena.nodes.truncate(mark);
             if best != start {
@@ -1273,24 +1304,29 @@ fn edge_may_move(prog: &[Insn], an: &Analysis, pc: usize, taken: bool) -> bool {
     if !is_cond(insn.code) {
         return matches!(s.load(insn), Some((_, true)));
     }
-    // The fact `learn` would push, if any (its conditions, in its order).
+    // The fact `learn` would push, if any (its conditions, in its order),
+    // or a fact among the newest the list has already: one that decides
+    // the jump then decides it through the list (the walk for a `jeq #k`
+    // sees "A != k" facts; only `jeq` is decided by such a fact), and only
+    // whether it is decided matters here.
     let pushed = match (jump.code & op::X, s.a, Fact::learn(jump.code, jump.k, taken)) {
-        (0, Some(v), Some(f)) if !matches!(v, Known::Imm(_)) && !an.arena.among_newest(s.facts, &(v, f)) => Some(f),
+        (0, Some(v), Some(f)) if !matches!(v, Known::Imm(_)) => Some(f),
         _ => None,
     };
     // `decide` consults facts only for a `k` test of a known non-constant
     // A that `always` does not settle.
     let by_facts = insn.code & op::X == 0 && always(insn.code, insn.k).is_none();
     match pushed {
-        Some(f) if by_facts => f.decide(insn.code, insn.k).or_else(|| s.decide(insn, &an.arena)).is_some(),
+        Some(f) if by_facts => f.decide(insn.code, insn.k).is_some() || s.decide(insn, &an.arena).is_some(),
         _ => s.decide(insn, &an.arena).is_some(),
     }
 }
 
 /// Follows an edge from the jump at `pc` landing on `start` with the
 /// state `edge`; returns the furthest point it may land on instead.
-fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State, arena: &mut FactArena) -> usize {
-    let mut sim = *edge;
+fn follow(prog: &[Insn], pc: usize, start: usize, edge: State, arena: &mut FactArena) -> usize {
+    let (edge_a, edge_x) = (edge.a, edge.x);
+    let mut sim = edge;
     let mut cur = start;
     let mut best = start;
     let (mut a_written, mut x_written) = (false, false);
@@ -1327,8 +1363,8 @@ fn follow(prog: &[Insn], pc: usize, start: usize, edge: &State, arena: &mut Fact
             x_written = true;
         }
         cur = next;
-        let a_ok = !a_written || sim.a.is_some() && sim.a == edge.a || overwritten(prog, cur, LIVE_A);
-        let x_ok = !x_written || sim.x.is_some() && sim.x == edge.x || overwritten(prog, cur, LIVE_X);
+        let a_ok = !a_written || sim.a.is_some() && sim.a == edge_a || overwritten(prog, cur, LIVE_A);
+        let x_ok = !x_written || sim.x.is_some() && sim.x == edge_x || overwritten(prog, cur, LIVE_X);
         if a_ok && x_ok {
             best = cur;
         }
@@ -1372,9 +1408,19 @@ struct Link {
 fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let n = prog.len();
     analysis.update(prog);
+    if n <= MAX_PRECHECKED && !may_regroup(prog, analysis) {
+        return false;
+    }
+    regroup(prog, analysis)
+}
+
+/// [`reorder_chains`] without the check of [`may_regroup`].
+fn regroup(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
+    let n = prog.len();
     let mut preds = std::mem::take(&mut analysis.bufs.preds);
     let mut relied = std::mem::take(&mut analysis.bufs.relied);
     let mut links = std::mem::take(&mut analysis.bufs.links);
+    let mut chain = analysis.bufs.chain.take();
     let an = &*analysis;
     preds.clear();
     preds.resize(n, 0);
@@ -1392,13 +1438,21 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     let mut changed = false;
     let mut pc = 0;
     while pc < n {
+        // A chain starts with a test, or with a load into A and a test.
+        let may_start = |pc: usize| {
+            is_cond(prog[pc].code) || prog[pc].code & 0x07 == op::LD && prog.get(pc + 1).is_some_and(|j| is_cond(j.code))
+        };
+        if !may_start(pc) {
+            pc += 1;
+            continue;
+        }
         match chain_at(prog, an, &preds, pc, &mut links) {
             Some((end, exit, next)) => {
                 let inner_relied = relied[pc + 1..=end].iter().any(|&r| r);
                 if !inner_relied
                     && overwritten(prog, exit, LIVE_A)
                     && overwritten(prog, next, LIVE_A)
-                    && emit_chain(prog, an, pc, end, &links, exit, next, relied[pc])
+                    && emit_chain(prog, an, pc, end, &links, exit, next, relied[pc], chain.get_or_insert_default())
                 {
                     relied[exit] = true;
                     relied[next] = true;
@@ -1412,10 +1466,58 @@ fn reorder_chains(prog: &mut [Insn], analysis: &mut Analysis) -> bool {
     analysis.bufs.preds = preds;
     analysis.bufs.relied = relied;
     analysis.bufs.links = links;
+    analysis.bufs.chain = chain;
     if changed {
         analysis.fresh = false;
     }
     changed
+}
+
+/// The longest program [`reorder_chains`] first checks with [`may_regroup`]
+/// (longer ones nearly always repeat a load or a test, and sorting their
+/// keys costs more than it saves).
+const MAX_PRECHECKED: usize = 64;
+
+/// Whether [`reorder_chains`] may find a chain to rewrite shorter. A
+/// rewritten chain is shorter only if it drops a test (a duplicate: the
+/// same `code #k` on the same value) or a load: one of a value loaded by
+/// two links, or one of the value A holds where the chain starts. A holds
+/// a value only through a load of it (an instruction equal to the link's)
+/// or through an ALU or `txa` instruction. So a program without ALU and
+/// miscellaneous instructions, without two equal loads into A and without
+/// two equal tests of one value has no chain to rewrite. (Hashes stand for
+/// the loads and tests: a collision only means looking for chains.)
+fn may_regroup(prog: &[Insn], an: &mut Analysis) -> bool {
+    let Analysis { before, bufs, .. } = an;
+    // An open-addressing set of the keys (0: empty), at most half full.
+    let keys = &mut bufs.keys;
+    keys.clear();
+    keys.resize(2 * MAX_PRECHECKED, 0);
+    let mask = keys.len() - 1;
+    for (pc, &insn) in prog.iter().enumerate() {
+        let op = u64::from(insn.code) << 32 | u64::from(insn.k);
+        let key = match insn.code & 0x07 {
+            op::ALU | op::MISC => return true,
+            op::LD => op | 1 << 62,
+            op::JMP if is_cond(insn.code) => match before[pc].as_ref().and_then(|s| s.a) {
+                Some(a) => (op ^ value_hash(a)) | 1 << 63,
+                None => continue,
+            },
+            _ => continue,
+        };
+        let mut i = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize & mask;
+        loop {
+            match keys[i] {
+                0 => {
+                    keys[i] = key;
+                    break;
+                }
+                k if k == key => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+    false
 }
 
 /// The chain of tests starting at `start`, if any: its links (into
@@ -1480,10 +1582,27 @@ fn chain_at(
     Some((end, exit?, cur))
 }
 
+/// [`emit_chain`]'s buffers (kept from chain to chain).
+#[derive(Default)]
+struct ChainBufs {
+    /// The values tested, in the order they are first tested (A's value on
+    /// entry first, if it is used), with the load to use for each.
+    groups: Vec<(Known, Option<Insn>)>,
+    /// `(group, link)` for each link kept (not a duplicate of an earlier
+    /// test of its group).
+    order: Vec<(u32, u32)>,
+    /// Room for finding the duplicates: `(group, test, link)`.
+    tests: Vec<(u32, u16, u32, bool, u32)>,
+    /// The rewritten chain.
+    out: Vec<Insn>,
+}
+
 /// Writes the chain `links` (occupying `start..=end`) grouped by the value
 /// tested, each value loaded once (A's value on entry is used unless
-/// `reload`); returns false (and changes nothing) if
-/// that is not shorter or a jump would not fit.
+/// `reload`), a group's tests in chain order without duplicates; returns
+/// false (and changes nothing) if that is not shorter or a jump would not
+/// fit.
+#[allow(clippy::too_many_arguments)]
 fn emit_chain(
     prog: &mut [Insn],
     an: &Analysis,
@@ -1493,77 +1612,79 @@ fn emit_chain(
     exit: usize,
     next: usize,
     reload: bool,
+    bufs: &mut ChainBufs,
 ) -> bool {
     if exit <= end || next <= end {
         return false;
     }
     // With `reload`, what A holds on entry may change: do not use it.
     let entry_a = if reload { None } else { an.before[start].as_ref().and_then(|s| s.a) };
-    let mut groups: Vec<(Known, Option<Insn>, Vec<Link>)> = Vec::new();
+    let ChainBufs { groups, order, tests, out } = bufs;
+    groups.clear();
+    tests.clear();
     if let Some(a) = entry_a {
         if links.iter().any(|l| l.value == a) {
-            groups.push((a, None, Vec::new()));
+            groups.push((a, None));
         }
     }
-    for l in links {
-        match groups.iter_mut().find(|g| g.0 == l.value) {
+    for (i, l) in links.iter().enumerate() {
+        let g = match groups.iter().position(|g| g.0 == l.value) {
             Some(g) => {
-                if g.1.is_none() && Some(g.0) != entry_a {
-                    g.1 = l.load;
+                let group = &mut groups[g];
+                if group.1.is_none() && Some(group.0) != entry_a {
+                    group.1 = l.load;
                 }
-                let dup = g.2.iter().any(|m| (m.code, m.k, m.exit_on) == (l.code, l.k, l.exit_on));
-                if !dup {
-                    g.2.push(*l);
-                }
+                g
             }
-            None => groups.push((l.value, if Some(l.value) == entry_a { None } else { l.load }, vec![*l])),
-        }
-    }
-    let mut out = Vec::new();
-    for (value, load, tests) in &groups {
-        // Only a first group testing A's value on entry needs no load.
-        if Some(*value) != entry_a || load.is_some() {
-            match load {
-                Some(l) => out.push(*l),
-                None => return false,
+            None => {
+                groups.push((l.value, if Some(l.value) == entry_a { None } else { l.load }));
+                groups.len() - 1
             }
-        }
-        for l in tests {
-            out.push(Insn::jump(l.code, l.k, 0, 0));
-        }
+        };
+        tests.push((g as u32, l.code, l.k, l.exit_on, i as u32));
     }
-    if out.len() >= end + 1 - start {
+    // A test is a duplicate if an earlier link of its group does the same
+    // test: sorted by group and test, the first of equal ones stays.
+    tests.sort_unstable();
+    tests.dedup_by_key(|t| (t.0, t.1, t.2, t.3));
+    // Group by group, each group's tests in chain order (the pairs are
+    // distinct: no order among equal keys to keep).
+    order.clear();
+    order.extend(tests.iter().map(|t| (t.0, t.4)));
+    order.sort_unstable();
+    // Only a first group testing A's value on entry needs no load.
+    let needs_load = |&(value, load): &(Known, Option<Insn>)| Some(value) != entry_a || load.is_some();
+    if groups.iter().any(|g| needs_load(g) && g.1.is_none()) {
         return false;
     }
-    // Fill in the jumps: the exit edge to `exit`, the other to the next
+    let len = groups.iter().filter(|g| needs_load(g)).count() + order.len();
+    if len >= end + 1 - start {
+        return false;
+    }
+    // The exit edge of each test goes to `exit`, the other to the next
     // instruction, or to `next` for the last test.
-    let tests: Vec<(usize, bool)> = {
-        let mut v = Vec::new();
-        let mut i = 0;
-        for (value, load, t) in &groups {
-            if Some(*value) != entry_a || load.is_some() {
-                i += 1;
-            }
-            for l in t {
-                v.push((i, l.exit_on));
-                i += 1;
+    out.clear();
+    let mut group = u32::MAX;
+    for (n, &(g, i)) in order.iter().enumerate() {
+        if g != group {
+            group = g;
+            if let (value, Some(load)) = groups[g as usize] {
+                if needs_load(&(value, Some(load))) {
+                    out.push(load);
+                }
             }
         }
-        v
-    };
-    let last = tests.len() - 1;
-    for (n, &(i, exit_on)) in tests.iter().enumerate() {
-        let p = start + i;
+        let l = &links[i as usize];
+        let p = start + out.len();
         let to_exit = exit - p - 1;
-        let to_next = if n == last { next - p - 1 } else { 0 };
+        let to_next = if n == order.len() - 1 { next - p - 1 } else { 0 };
         if to_exit > 255 || to_next > 255 {
             return false;
         }
-        let (jt, jf) = if exit_on { (to_exit, to_next) } else { (to_next, to_exit) };
-        out[i].jt = jt as u8;
-        out[i].jf = jf as u8;
+        let (jt, jf) = if l.exit_on { (to_exit, to_next) } else { (to_next, to_exit) };
+        out.push(Insn::jump(l.code, l.k, jt as u8, jf as u8));
     }
-    prog[start..start + out.len()].copy_from_slice(&out);
+    prog[start..start + out.len()].copy_from_slice(out);
     true
 }
 
@@ -1769,7 +1890,8 @@ fn remove(prog: &mut Vec<Insn>, an: &mut Analysis) -> bool {
             insn.jf = rel(usize::from(insn.jf)) as u8;
         }
         prog[new_index[pc]] = insn;
-        if no_ops_only {
+        // (Up to the first instruction removed, everything stays in place.)
+        if no_ops_only && new_index[pc] != pc {
             an.before[new_index[pc]] = an.before[pc];
             an.live[new_index[pc]] = an.live[pc];
         }
@@ -1890,6 +2012,50 @@ mod tests {
         p
     }
 
+    /// Random programs of chains of tests that leave to a common place
+    /// (loads that cannot abort first; sometimes an ALU instruction or a
+    /// register move), from `seed`.
+    fn random_chains(seed: &mut u64) -> Vec<Insn> {
+        let mut next = |m: u64| {
+            *seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (*seed >> 33) % m
+        };
+        let mut body = vec![s(LD | B | ABS, 23), s(LDX | B | MSH, 14), s(LD | H | IND, 16)];
+        let loads = [s(LD | H | ABS, 12), s(LD | B | ABS, 23), s(LD | B | IND, 14), s(LD | H | IND, 16), s(LD | IMM, 7)];
+        // Jumps to the end are filled in below: (index, exit on, to accept).
+        let mut exits = Vec::new();
+        for _ in 0..1 + next(3) {
+            let to_accept = next(2) == 0;
+            let exit_on = next(2) == 0;
+            // A = 7 computed, not loaded, where the chain starts.
+            match next(4) {
+                0 => body.extend([s(LD | IMM, 6), s(ALU | ADD | K, 1)]),
+                1 => body.extend([s(LDX | IMM, 7), s(MISC | TXA, 0)]),
+                _ => {}
+            }
+            for _ in 0..2 + next(5) {
+                match next(12) {
+                    0 => body.push(s(ALU | ADD | K, 1)),
+                    1 => body.push(s(MISC | TXA, 0)),
+                    2..=8 => body.push(loads[next(5) as usize]),
+                    _ => {}
+                }
+                let code = [JEQ, JEQ, JGT, JSET][next(4) as usize];
+                exits.push((body.len(), exit_on, to_accept));
+                body.push(j(JMP | code | K, [6, 7, 17, 80, 0x800, 0x1fff][next(6) as usize], 0, 0));
+            }
+        }
+        let (accept, reject) = (body.len(), body.len() + 1);
+        for (at, exit_on, to_accept) in exits {
+            let off = ((if to_accept { accept } else { reject }) - at - 1) as u8;
+            let (jt, jf) = if exit_on { (off, 0) } else { (0, off) };
+            body[at].jt = jt;
+            body[at].jf = jf;
+        }
+        body.extend([s(RET | K, 9), s(RET | K, 0)]);
+        body
+    }
+
     /// The cheap test of threading agrees with following the edge: when
     /// it says an edge cannot move, `follow` returns where it lands.
     #[test]
@@ -1909,7 +2075,7 @@ mod tests {
                 for taken in [true, false] {
                     let start = pc + 1 + usize::from(if taken { insn.jt } else { insn.jf });
                     let edge = an.after(&p, pc, taken).expect("reachable");
-                    let best = follow(&p, pc, start, &edge, &mut an.arena);
+                    let best = follow(&p, pc, start, edge, &mut an.arena);
                     if edge_may_move(&p, &an, pc, taken) {
                         moved += 1;
                     } else {
@@ -1919,6 +2085,73 @@ mod tests {
             }
         }
         assert!(moved > 100, "{moved}");
+    }
+
+    /// What `edge_may_move` relies on when it does not ask whether the
+    /// edge's fact would be pushed: a fact among the newest of a list
+    /// decides a test only if the list decides it.
+    #[test]
+    fn a_fact_already_listed_decides_only_what_the_list_decides() {
+        let mut seed = 5;
+        let mut checked = 0;
+        for round in 0..3000 {
+            let p = random_program(&mut seed, 8 + round % 24);
+            let mut an = Analysis::with_capacity(p.len());
+            an.update(&p);
+            for (pc, &jump) in p.iter().enumerate() {
+                let Some(st) = an.before[pc] else { continue };
+                let Some(v) = st.a.filter(|v| !matches!(v, Known::Imm(_))) else { continue };
+                if !is_cond(jump.code) || jump.code & X != 0 {
+                    continue;
+                }
+                for taken in [true, false] {
+                    let Some(f) = Fact::learn(jump.code, jump.k, taken) else { continue };
+                    if !an.arena.among_newest(st.facts, &(v, f)) {
+                        continue;
+                    }
+                    for &t in p.iter().filter(|t| is_cond(t.code) && t.code & X == 0) {
+                        if always(t.code, t.k).is_none() && f.decide(t.code, t.k).is_some() {
+                            checked += 1;
+                            assert!(st.decide(t, &an.arena).is_some(), "{p:?} at {pc} ({taken}), {t:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    /// Chain regrouping finds nothing to rewrite in the programs
+    /// `may_regroup` rules out.
+    #[test]
+    fn programs_ruled_out_have_no_chain_to_regroup() {
+        let mut seed = 13;
+        let (mut ruled_out, mut regrouped) = (0, 0);
+        for round in 0..20000 {
+            let mut p = if round % 2 == 0 {
+                random_program(&mut seed, 4 + round % 20)
+            } else {
+                random_chains(&mut seed)
+            };
+            if !forward_only(&p) {
+                continue;
+            }
+            let mut an = Analysis::with_capacity(p.len());
+            if round % 4 == 0 {
+                thread_jumps(&mut p, &mut an);
+                remove(&mut p, &mut an);
+            }
+            an.update(&p);
+            let before = p.clone();
+            let may = p.len() > MAX_PRECHECKED || may_regroup(&p, &mut an);
+            let changed = regroup(&mut p, &mut an);
+            regrouped += usize::from(changed);
+            if !may {
+                ruled_out += 1;
+                assert!(!changed, "{before:?} -> {p:?}");
+            }
+        }
+        assert!(ruled_out > 1000 && regrouped > 100, "{ruled_out} {regrouped}");
     }
 
     /// When removal keeps the liveness of what it leaves (`judged`), that

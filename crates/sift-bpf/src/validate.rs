@@ -191,6 +191,12 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
             if target >= len as i64 {
                 return fail(ValidateErrorKind::JumpOutOfRange { target });
             }
+        } else if code == LD | W | ABS || code == LD | H | ABS || code == LD | B | ABS {
+            // (Before the conditional jumps: the cases are disjoint, and
+            // these loads are common.)
+            if insn.k >= SKF_AD_OFF && ancillary_name(insn.k).is_none() {
+                return fail(ValidateErrorKind::UnknownAncillary);
+            }
         } else if is_cond_jump(code) {
             for off in [insn.jt, insn.jf] {
                 let target = pc as i64 + 1 + i64::from(off);
@@ -198,11 +204,6 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
                     return fail(ValidateErrorKind::JumpOutOfRange { target });
                 }
             }
-        } else if (code == LD | W | ABS || code == LD | H | ABS || code == LD | B | ABS)
-            && insn.k >= SKF_AD_OFF
-            && ancillary_name(insn.k).is_none()
-        {
-            return fail(ValidateErrorKind::UnknownAncillary);
         }
     }
     let last = prog[len - 1];
