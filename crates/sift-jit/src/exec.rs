@@ -59,8 +59,9 @@ type FilterFn = extern "sysv64" fn(*const u8, usize, u32) -> u32;
 
 /// The signature of a compiled count function (see `crate::x64`): `n`
 /// slots to filter (followed by `PREFETCH_AHEAD` slots whose packets it
-/// prefetches), their `n` wire lengths; returns how many it accepted.
-type CountFn = extern "sysv64" fn(*const Slot<'_>, usize, *const u32) -> u64;
+/// may prefetch), their `n` wire lengths, the prefetch distance in bytes
+/// of slots; returns how many it accepted.
+type CountFn = extern "sysv64" fn(*const Slot<'_>, usize, *const u32, usize) -> u64;
 
 /// One packet for the count function: its captured bytes, laid out as the
 /// generated code reads them (pointer at 0, captured length at 8,
@@ -80,6 +81,12 @@ impl<'a> Slot<'a> {
         caplen: 0,
         _data: std::marker::PhantomData,
     };
+
+    /// The address of the packet's first byte.
+    #[inline(always)]
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr as usize
+    }
 
     /// The slot for captured bytes `data`.
     #[inline(always)]
@@ -310,13 +317,16 @@ impl CountBuffer {
 
     /// Runs the count function on the first `n` (at most
     /// [`crate::BATCH`]) of `slots` (their wire lengths in `wires`), the
-    /// next [`crate::PREFETCH_AHEAD`] slots only prefetched: the number of
-    /// packets accepted.
+    /// next [`crate::PREFETCH_AHEAD`] slots only prefetched, each packet's
+    /// first line `ahead` slots (at most `PREFETCH_AHEAD`) before it is
+    /// filtered: the number of packets accepted.
     #[inline(always)]
-    pub(crate) fn count(&self, slots: &[Slot<'_>; WINDOW], n: usize, wires: &[u32; WINDOW]) -> u64 {
+    pub(crate) fn count(&self, slots: &[Slot<'_>; WINDOW], n: usize, wires: &[u32; WINDOW], ahead: usize) -> u64 {
         let n = n.min(crate::BATCH);
+        let ahead = ahead.min(crate::PREFETCH_AHEAD) * crate::x64::SLOT_SIZE as usize;
         // SAFETY: the buffer holds a count function (`CountBuffer::new`)
-        // with the `CountFn` ABI: it reads `n + PREFETCH_AHEAD` slots and
+        // with the `CountFn` ABI: it reads `n + PREFETCH_AHEAD` slots (at
+        // most: the last at `ahead`, at most PREFETCH_AHEAD slots on) and
         // `n` wire lengths (there are `WINDOW` = `BATCH + PREFETCH_AHEAD`
         // of each, and `n <= BATCH`), the
         // packets of the first `n` slots only below their captured length
@@ -325,7 +335,7 @@ impl CountBuffer {
         // other memory but its stack and the red zone, restores the
         // callee-saved registers it uses, and always returns.
         let f: CountFn = unsafe { std::mem::transmute::<*mut u8, CountFn>(self.code.ptr) };
-        f(slots.as_ptr(), n, wires.as_ptr())
+        f(slots.as_ptr(), n, wires.as_ptr(), ahead)
     }
 
     /// A copy of the machine code.

@@ -22,15 +22,17 @@
 //!
 //! With `count`, [`compile`] emits the same program as a loop over many
 //! packets, `extern "sysv64" fn(slots: *const Slot, n: usize, wires: *const
-//! u32) -> u64` (`Slot` is `exec::Slot`: packet pointer at 0, captured
-//! length at 8, [`SLOT_SIZE`] bytes; `n` slots to filter followed by
-//! `PREFETCH_AHEAD` more, which are only prefetched; `wires`: their wire
-//! lengths, read only by programs that read the wire length) returning how
-//! many packets it accepted: `rbx` walks the slots, `r12` holds their end,
-//! `r13` walks the wire lengths, `r14` counts (callee-saved registers,
-//! pushed and popped once per call). Each iteration of a program that
-//! loads packet bytes prefetches the first cache line of the packet
-//! `PREFETCH_AHEAD` slots further on, loads `rdi`/`rsi` (and `edx`) and
+//! u32, ahead: usize) -> u64` (`Slot` is `exec::Slot`: packet pointer at 0,
+//! captured length at 8, [`SLOT_SIZE`] bytes; `n` slots to filter followed
+//! by `PREFETCH_AHEAD` more, which are only prefetched; `wires`: their wire
+//! lengths, read only by programs that read the wire length; `ahead`: the
+//! prefetch distance in bytes of slots, at most `PREFETCH_AHEAD` slots)
+//! returning how many packets it accepted: `rbx` walks the slots, `r12`
+//! holds their end, `r13` walks the wire lengths, `r14` counts, `r15` holds
+//! `ahead` (callee-saved registers, pushed and popped once per call). Each
+//! iteration of a program that loads packet bytes prefetches the first
+//! cache line of the packet `ahead` bytes of slots further on, loads
+//! `rdi`/`rsi` (and `edx`) and
 //! runs the per-packet code (A, X, the scratch words read and the
 //! backward-jump budget are reset per packet; A and X only in programs
 //! that could see their initial zero), except that `ret #k` becomes
@@ -719,10 +721,15 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
         }
     };
     if count {
-        // push rbx; push r12; push r14 (and r13 for the wire lengths)
+        // push rbx; push r12; push r14 (and r13 for the wire lengths, r15
+        // for the prefetch distance)
         asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
         if plan.reads_len {
             asm.bytes(&[0x41, 0x55]);
+        }
+        if plan.reads_packet {
+            asm.bytes(&[0x41, 0x57]); // push r15
+            asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
         }
         asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
         asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
@@ -740,10 +747,9 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
             asm.bytes(&[0x41, 0x8b, 0x55, 0x00]); // mov edx, [r13] (wire length)
         }
         if plan.reads_packet {
-            // mov rax, [rbx + slot size * PREFETCH_AHEAD] (the packet
-            // PREFETCH_AHEAD slots further on); prefetcht0 [rax]
-            asm.bytes(&[0x48, 0x8b, 0x83]);
-            asm.imm32(SLOT_SIZE as u32 * crate::PREFETCH_AHEAD as u32);
+            // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots
+            // further on); prefetcht0 [rax]
+            asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
             asm.bytes(&[0x0f, 0x18, 0x08]);
         }
     }
@@ -873,6 +879,9 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
     asm.jcc(Cc::Ne, top);
     asm.bind(done);
     asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
+    if plan.reads_packet {
+        asm.bytes(&[0x41, 0x5f]); // pop r15
+    }
     if plan.reads_len {
         asm.bytes(&[0x41, 0x5d]); // pop r13
     }

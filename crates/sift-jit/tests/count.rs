@@ -127,6 +127,45 @@ fn count_matches_agrees_with_the_per_packet_function() {
     }
 }
 
+/// Packets spread over more memory than `PREFETCH_FAR_SPAN` (prefetched
+/// `PREFETCH_AHEAD` ahead) and over less (`PREFETCH_NEAR` ahead) are
+/// counted exactly as the per-packet function accepts them.
+#[test]
+fn count_matches_agrees_at_either_prefetch_distance() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    let packets: Vec<(Vec<u8>, u32)> = test_packets().into_iter().take(160).collect();
+    let opts = LowerOptions {
+        linktype: LinkType::EN10MB,
+        ..LowerOptions::default()
+    };
+    // One zeroed buffer (its untouched pages are never mapped), packets
+    // `stride` bytes apart: 1 MiB spans 160 MiB, 2000 bytes 320 KB.
+    for stride in [1usize << 20, 2000] {
+        let mut buffer = vec![0u8; stride * packets.len()];
+        for (i, (data, _)) in packets.iter().enumerate() {
+            buffer[i * stride..i * stride + data.len()].copy_from_slice(data);
+        }
+        let items: Vec<(&[u8], u32)> = packets
+            .iter()
+            .enumerate()
+            .map(|(i, (data, wire))| (&buffer[i * stride..i * stride + data.len()], *wire))
+            .collect();
+        for expr in EXPRS {
+            let ast = sift_syntax::parse(expr).expect("parses");
+            let pred = sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"));
+            let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
+            let jit = JitFilter::from_program(&prog).expect("jit");
+            for start in [0, 5] {
+                let part = &items[start..];
+                let want = part.iter().filter(|p| jit.run(p.0, p.1) != 0).count() as u64;
+                assert_eq!(jit.count_matches(part, |p| (p.0, p.1)), want, "{expr:?} stride {stride} from {start}");
+            }
+        }
+    }
+}
+
 /// A filter whose program starts with `ret` has no code: it runs nothing,
 /// and counts without looking at the packets.
 #[test]
