@@ -186,8 +186,18 @@ fn compile_with(pred: &Pred, opts: &CodegenOptions, cache: bool) -> Result<(Vec<
         return Err(fail(CodegenError::ProgramTooLarge { len: prog.len() }));
     }
     validate(&prog).map_err(|e| fail(CodegenError::Invalid(e)))?;
+    // The vector is the emission's (its capacity the unoptimized length,
+    // 64 at least); a filter keeps its program as long as it lives, so
+    // spare room beyond `SPARE_KEPT` instructions is given back.
+    if prog.capacity() - prog.len() > SPARE_KEPT {
+        prog.shrink_to_fit();
+    }
     Ok((prog, cached))
 }
+
+/// Spare capacity a compiled program may keep (1 KiB): giving back less
+/// costs a reallocation in every small filter's compile for little.
+const SPARE_KEPT: usize = 128;
 
 /// A position in the reversed program: the index of an emitted instruction.
 type Label = usize;
@@ -1353,6 +1363,17 @@ mod tests {
         assert_eq!(p, vec![Insn::stmt(op::RET | op::K, 96)]);
         let p = compile(&Pred::True, &CodegenOptions { snaplen: 0 }).unwrap();
         assert_eq!(p, vec![Insn::stmt(op::RET | op::K, DEFAULT_SNAPLEN)]);
+    }
+
+    /// A program much shorter than its emission does not keep the
+    /// emission's room.
+    #[test]
+    fn programs_keep_little_spare_room() {
+        let ip = Pred::eq(ld(Size::Half, 12), 0x800);
+        let many = (0..400).fold(Pred::False, |p, _| p.or(ip.clone()));
+        let p = compile_default(&many);
+        assert!(p.len() < 10, "{}", dump_d(&p));
+        assert!(p.capacity() - p.len() <= SPARE_KEPT, "{} of {}", p.capacity(), p.len());
     }
 
     #[test]
