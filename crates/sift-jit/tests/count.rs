@@ -8,7 +8,8 @@
 
 use sift_bpf::codegen::{compile, CodegenOptions};
 use sift_bpf::interp::Program;
-use sift_ir::{LinkType, LowerOptions};
+use sift_bpf::Insn;
+use sift_ir::{LinkType, LowerOptions, Pred};
 use sift_jit::{JitFilter, BATCH, PREFETCH_AHEAD};
 use sift_testkit::{packets, Rng};
 
@@ -27,6 +28,18 @@ const EXPRS: &[&str] = &[
     "ip6 and tcp",
     "ether[0] = 1 and ether[0] = 2",
 ];
+
+/// `expr` on Ethernet: its optimized predicate and its cBPF program.
+fn compiled(expr: &str) -> (Pred, Vec<Insn>) {
+    let opts = LowerOptions {
+        linktype: LinkType::EN10MB,
+        ..LowerOptions::default()
+    };
+    let ast = sift_syntax::parse(expr).expect("parses");
+    let pred = sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"));
+    let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
+    (pred, prog)
+}
 
 /// (captured bytes, wire length): every truncation of a few full frames,
 /// random bytes, and tiny packets.
@@ -59,14 +72,8 @@ fn count_matches_agrees_with_the_per_packet_function() {
         return;
     }
     let packets = test_packets();
-    let opts = LowerOptions {
-        linktype: LinkType::EN10MB,
-        ..LowerOptions::default()
-    };
     for expr in EXPRS {
-        let ast = sift_syntax::parse(expr).expect("parses");
-        let pred = sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"));
-        let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
+        let (pred, prog) = compiled(expr);
         let interp = Program::new(&prog).expect("runnable");
         let jit = JitFilter::from_program(&prog).expect("jit");
         let direct = JitFilter::from_pred(&pred).expect("jit");
@@ -136,10 +143,6 @@ fn count_matches_agrees_at_either_prefetch_distance() {
         return;
     }
     let packets: Vec<(Vec<u8>, u32)> = test_packets().into_iter().take(160).collect();
-    let opts = LowerOptions {
-        linktype: LinkType::EN10MB,
-        ..LowerOptions::default()
-    };
     // One zeroed buffer (its untouched pages are never mapped), packets
     // `stride` bytes apart: 1 MiB spans 160 MiB, 2000 bytes 320 KB.
     for stride in [1usize << 20, 2000] {
@@ -153,10 +156,7 @@ fn count_matches_agrees_at_either_prefetch_distance() {
             .map(|(i, (data, wire))| (&buffer[i * stride..i * stride + data.len()], *wire))
             .collect();
         for expr in EXPRS {
-            let ast = sift_syntax::parse(expr).expect("parses");
-            let pred = sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"));
-            let prog = compile(&pred, &CodegenOptions::default()).expect("compiles");
-            let jit = JitFilter::from_program(&prog).expect("jit");
+            let jit = JitFilter::from_program(&compiled(expr).1).expect("jit");
             for start in [0, 5] {
                 let part = &items[start..];
                 let want = part.iter().filter(|p| jit.run(p.0, p.1) != 0).count() as u64;
