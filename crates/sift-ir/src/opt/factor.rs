@@ -18,6 +18,12 @@
 //!   `Ai` start with pairwise exclusive tests: once `Ai`'s first test holds,
 //!   every other `Aj` fails at its first test without aborting.
 //!
+//! * In `and(G, or(A1, …, An), P)`, an `Ai` whose first test an earlier
+//!   operand `G` rules out (`G` tests the same value for equality with other
+//!   constants) is dropped before distributing: `G` computed that value
+//!   without aborting, so `Ai` fails without aborting (`tcp[…]`, IPv4 only,
+//!   copies nothing into the IPv6 alternative of its `tcp` test).
+//!
 //! Distribution copies `P`; a node budget bounds the total growth.
 
 use super::analysis::size;
@@ -444,6 +450,21 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     }) else {
         return Pred::And(v);
     };
+    // Alternatives an earlier operand rules out are not copied into.
+    let (before, from) = v.split_at_mut(i);
+    if let Pred::Or(alts) = &mut from[0] {
+        if prune_decided(before, alts) {
+            *changed = true;
+            if alts.len() < 2 {
+                // One alternative left joins the `and`; none: the `or` fails.
+                v[i] = alts.pop().unwrap_or(Pred::False);
+                return match fold::and_vec(v) {
+                    Pred::And(v) => distribute_joined(v, budget, changed),
+                    p => p,
+                };
+            }
+        }
+    }
     let rest: Vec<Pred> = v.split_off(i + 1);
     let copies = match &v[i] {
         Pred::Or(alts) => alts.len() - 1,
@@ -477,4 +498,21 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     }
     v.push(Pred::Or(new_alts));
     fold::and_vec(v)
+}
+
+/// Drops the alternatives whose guard an earlier operand of the `and`
+/// (one of `before`) decides false: a test of the same value for equality
+/// with other constants. That operand computed the value without aborting,
+/// so such an alternative fails without aborting: the `or` is the same
+/// without it. Says whether it dropped any.
+fn prune_decided(before: &[Pred], alts: &mut Vec<Pred>) -> bool {
+    let n = alts.len();
+    for b in before {
+        let Some((bv, bt)) = eq_tests(b) else { continue };
+        alts.retain(|a| match guard_of(a).and_then(eq_tests) {
+            Some((av, at)) => av != bv || constants(at).any(|x| constants(bt).any(|y| y == x)),
+            None => true,
+        });
+    }
+    alts.len() < n
 }

@@ -145,6 +145,44 @@ fn each_pass_alone_keeps_results() {
     }
 }
 
+/// `and(g, or(guarded alternatives), ...)` where `g` tests the value of the
+/// alternatives' guards: distribution drops the alternatives `g` rules out.
+fn rand_pre_guarded(r: &mut Rng, depth: u32) -> Pred {
+    // `u16[0] == k`, or a set of two such tests.
+    let mut guard = |r: &mut Rng| {
+        let eq = |k: u64| Pred::eq(Value::load(Size::Half, 0), k as u32);
+        let k = r.below(4);
+        if r.below(3) == 0 { Pred::Or(vec![eq(k), eq((k + 1) % 4)]) } else { eq(k) }
+    };
+    let g = guard(r);
+    let alts = (0..2 + r.below(3)).map(|_| guard(r).and(rand_pred(r, depth))).collect();
+    g.and(Pred::Or(alts)).and(rand_pred(r, depth))
+}
+
+#[test]
+fn distribution_drops_alternatives_an_earlier_test_rules_out() {
+    let mut r = Rng(0x5eed_0001);
+    let factor_only = OptOptions { factor: true, facts: false, second_round: false };
+    for case in 0..3000 {
+        let p = rand_pre_guarded(&mut r, 2);
+        for o in [optimize_with(&p, &factor_only), optimize(&p)] {
+            for len in 0..6usize {
+                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+                let pkt = PacketView { data: &data, wire_len: len as u32 };
+                assert_eq!(
+                    eval_pred(&p, pkt).unwrap_or(false),
+                    eval_pred(&o, pkt).unwrap_or(false),
+                    "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
+                );
+            }
+        }
+    }
+    // `tcp[…]` is IPv4 only: its `ip` test comes before the `tcp` test's
+    // IPv4/IPv6 alternatives, so factoring alone leaves no IPv6 copy.
+    let o = optimize_with(&parse("tcp[20:1] > 65 and tcp[20:1] < 90"), &factor_only);
+    assert!(!o.to_string().contains("0x86dd"), "{o}");
+}
+
 #[test]
 fn decided_protocols_disappear() {
     assert_eq!(optimize(&parse("ip and ip6")), Pred::False);
