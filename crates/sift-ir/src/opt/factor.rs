@@ -442,12 +442,7 @@ fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
 /// [`distribute`] of the operands of an `and` already joined by
 /// [`fold::and_vec`].
 fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
-    let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| match &v[i] {
-        // Alternatives that are bare tests gain nothing (and undo
-        // `merge_same_rests`).
-        Pred::Or(alts) => alts.iter().any(|a| matches!(a, Pred::And(_))) && exclusive_alternatives(alts),
-        _ => false,
-    }) else {
+    let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| distributable(&v[i])) else {
         return Pred::And(v);
     };
     // Alternatives an earlier operand rules out are not copied into.
@@ -490,7 +485,10 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     let mut new_alts = Vec::with_capacity(n);
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
-        let r = if j + 1 == n { rest.take().unwrap_or_default() } else { rest.clone().unwrap_or_default() };
+        let r = match &rest {
+            Some(r) if j + 1 < n => copy_pruned(&v, &a, r),
+            _ => rest.take().unwrap_or_default(),
+        };
         new_alts.push(match fold::and(std::iter::once(a).chain(r)) {
             Pred::And(v) => distribute_joined(v, budget, changed),
             p => p,
@@ -498,6 +496,59 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     }
     v.push(Pred::Or(new_alts));
     fold::and_vec(v)
+}
+
+/// Whether an `and` distributes over `p`: an `or` whose alternatives start
+/// with exclusive tests and are not all bare tests (those gain nothing, and
+/// distributing over them would undo [`merge_same_rests`]).
+fn distributable(p: &Pred) -> bool {
+    match p {
+        Pred::Or(alts) => alts.iter().any(|a| matches!(a, Pred::And(_))) && exclusive_alternatives(alts),
+        _ => false,
+    }
+}
+
+/// Whether one of the equality tests `known` (operands of an `and` before
+/// the `or` whose alternative `a` is) rules `a` out: see [`prune_decided`].
+fn ruled_out(a: &Pred, known: &[&Pred]) -> bool {
+    let Some((av, at)) = guard_of(a).and_then(eq_tests) else { return false };
+    known.iter().filter_map(|k| eq_tests(k)).any(|(kv, kt)| kv == av && !constants(at).any(|x| constants(kt).any(|y| y == x)))
+}
+
+/// The copy of `rest` that distribution joins to the alternative `a` of
+/// the `or` that followed the operands `before`: the alternatives of the
+/// `or`s in `rest` that distribution would drop once it reaches them
+/// ([`prune_decided`]) are not copied in the first place.
+fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
+    let a_ops = match a {
+        Pred::And(w) => w.as_slice(),
+        a => std::slice::from_ref(a),
+    };
+    let mut known: Vec<&Pred> = before.iter().chain(a_ops).filter(|p| eq_tests(p).is_some()).collect();
+    let mut out = Vec::with_capacity(rest.len());
+    for p in rest {
+        match p {
+            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, &known)) => {
+                let mut kept: Vec<Pred> = alts.iter().filter(|x| !ruled_out(x, &known)).cloned().collect();
+                match kept.len() {
+                    0 => {
+                        // The `or` fails: nothing after it is evaluated.
+                        out.push(Pred::False);
+                        break;
+                    }
+                    1 => out.extend(kept.pop()),
+                    _ => out.push(Pred::Or(kept)),
+                }
+            }
+            p => {
+                out.push(p.clone());
+                if eq_tests(p).is_some() {
+                    known.push(p);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Drops the alternatives whose guard an earlier operand of the `and`

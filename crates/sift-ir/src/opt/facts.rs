@@ -9,7 +9,9 @@
 //!   `or` operands before this one failed), used exactly (the same test) and
 //!   through ranges (`u8[23] == 6` decides `u8[23] == 17`; `u16[54] > 1023`
 //!   decides `u16[54] >= 80`), together with the range a value has by its
-//!   form (`u16[k] >= 0`, `(u8[14] & 0xf) << 2 <= 60`);
+//!   form (`u16[k] >= 0`, `(u8[14] & 0xf) << 2 <= 60`), and through sets:
+//!   after `u8[23] == 6 or u8[23] == 17` held, `u8[23] == 1` fails, and
+//!   `u8[23] == 17` holds once `u8[23] == 6` failed;
 //! * the *atoms* already evaluated (loads, divisions by a variable, walks):
 //!   evaluating one again cannot abort; and the captured length every
 //!   successful load proves (`u16[54]` proves 56 bytes, so `u8[23]` cannot
@@ -274,11 +276,18 @@ impl Env {
                 return Some(f.holds);
             }
             if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
+                // Constants the value was found to differ from.
+                let excluded = |x: u32| {
+                    fs.iter().any(|f| {
+                        f.one_of.is_none() && f.op == CmpOp::Eq && !f.holds && matches!(f.rhs, Value::Const(c) if c == x)
+                    })
+                };
                 for ks in fs.iter().filter_map(|f| f.one_of.as_ref()) {
                     if !ks.contains(k) {
                         return Some(false);
                     }
-                    if ks.iter().all(|x| x == k) {
+                    // `k` is the only candidate left.
+                    if ks.iter().all(|&x| x == *k || excluded(x)) {
                         return Some(true);
                     }
                 }

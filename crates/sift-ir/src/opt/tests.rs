@@ -155,8 +155,11 @@ fn rand_pre_guarded(r: &mut Rng, depth: u32) -> Pred {
         if r.below(3) == 0 { Pred::Or(vec![eq(k), eq((k + 1) % 4)]) } else { eq(k) }
     };
     let g = guard(r);
-    let alts = (0..2 + r.below(3)).map(|_| guard(r).and(rand_pred(r, depth))).collect();
-    g.and(Pred::Or(alts)).and(rand_pred(r, depth))
+    let mut or = |r: &mut Rng| Pred::Or((0..2 + r.below(3)).map(|_| guard(r).and(rand_pred(r, depth))).collect());
+    let (first, then) = (or(r), if r.below(2) == 0 { or(r) } else { rand_pred(r, depth) });
+    // The second `or` is pruned as it is copied into the first's
+    // alternatives.
+    g.and(first).and(then)
 }
 
 #[test]
@@ -181,6 +184,47 @@ fn distribution_drops_alternatives_an_earlier_test_rules_out() {
     // IPv4/IPv6 alternatives, so factoring alone leaves no IPv6 copy.
     let o = optimize_with(&parse("tcp[20:1] > 65 and tcp[20:1] < 90"), &factor_only);
     assert!(!o.to_string().contains("0x86dd"), "{o}");
+}
+
+/// Equalities and sets of equalities (`or`s) of two bytes with a few
+/// constants, under `and`/`or`/`not`: what path facts' set reasoning sees.
+fn rand_sets(r: &mut Rng, depth: u32) -> Pred {
+    let eq = |at: u64, k: u64| Pred::eq(Value::load(Size::Byte, at as u32), k as u32);
+    match r.below(if depth == 0 { 2 } else { 6 }) {
+        0 => eq(r.below(2), r.below(4)),
+        1 => {
+            let at = r.below(2);
+            Pred::Or((0..2 + r.below(3)).map(|_| eq(at, r.below(4))).collect())
+        }
+        2 => Pred::Not(Box::new(rand_sets(r, depth - 1))),
+        3 | 4 => Pred::And((0..2 + r.below(3)).map(|_| rand_sets(r, depth - 1)).collect()),
+        _ => Pred::Or((0..2 + r.below(3)).map(|_| rand_sets(r, depth - 1)).collect()),
+    }
+}
+
+#[test]
+fn set_facts_keep_results() {
+    let mut r = Rng(0x5e7_f4c7);
+    for case in 0..4000 {
+        let p = rand_sets(&mut r, 3);
+        let o = optimize(&p);
+        for len in 0..3usize {
+            for _ in 0..8 {
+                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+                let pkt = PacketView { data: &data, wire_len: len as u32 };
+                assert_eq!(
+                    eval_pred(&p, pkt).unwrap_or(false),
+                    eval_pred(&o, pkt).unwrap_or(false),
+                    "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
+                );
+            }
+        }
+    }
+    // A set known to hold decides a later test of it, alternative by
+    // alternative (each one failed rules its constant out).
+    let set = |ks: &[u32]| Pred::Or(ks.iter().map(|&k| Pred::eq(Value::load(Size::Byte, 0), k)).collect());
+    let o = optimize(&set(&[6, 17, 132]).and(set(&[6, 17, 132])).and(Pred::eq(Value::load(Size::Byte, 1), 0)));
+    assert_eq!(o, optimize(&set(&[6, 17, 132]).and(Pred::eq(Value::load(Size::Byte, 1), 0))), "{o}");
 }
 
 #[test]
