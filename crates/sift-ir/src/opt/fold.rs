@@ -7,17 +7,45 @@ use crate::eval::apply;
 use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value};
 
 /// Folds constants in a predicate (its nodes are reused).
-pub fn fold(p: Pred) -> Pred {
-    match p {
-        Pred::True | Pred::False => p,
-        Pred::Test(t) => compare(fold_value(t.lhs), t.op, fold_value(t.rhs)),
-        Pred::Not(mut q) => {
-            // The box is reused for the folded operand.
-            *q = fold(std::mem::replace(&mut *q, Pred::True));
-            negation(q)
+pub fn fold(mut p: Pred) -> Pred {
+    fold_in_place(&mut p);
+    p
+}
+
+/// [`fold`] in place: a node is only rewritten when a rule changes it (an
+/// already folded tree, what lowering mostly gives, is only read).
+fn fold_in_place(p: &mut Pred) {
+    let is_and = matches!(p, Pred::And(_));
+    let replacement = match p {
+        Pred::True | Pred::False => None,
+        Pred::Test(t) => {
+            fold_value_in_place(&mut t.lhs);
+            fold_value_in_place(&mut t.rhs);
+            match (&t.lhs, &t.rhs) {
+                (Value::Const(a), Value::Const(b)) => Some(constant(holds(*a, t.op, *b))),
+                _ => None,
+            }
         }
-        Pred::And(v) => and_vec(fold_each(v)),
-        Pred::Or(v) => or_vec(fold_each(v)),
+        Pred::Not(q) => {
+            fold_in_place(q);
+            match &mut **q {
+                Pred::True => Some(Pred::False),
+                Pred::False => Some(Pred::True),
+                Pred::Not(r) => Some(std::mem::replace(&mut **r, Pred::True)),
+                _ => None,
+            }
+        }
+        Pred::And(v) | Pred::Or(v) => {
+            v.iter_mut().for_each(fold_in_place);
+            if v.len() < 2 || v.iter().any(|q| needs_work(q, is_and)) {
+                Some(junction(std::mem::take(v), is_and))
+            } else {
+                None
+            }
+        }
+    };
+    if let Some(q) = replacement {
+        *p = q;
     }
 }
 
@@ -42,14 +70,6 @@ fn negation(q: Box<Pred>) -> Pred {
         Pred::Not(r) => *r,
         _ => Pred::Not(q),
     }
-}
-
-/// Folds every operand in place (the vector is reused).
-fn fold_each(mut v: Vec<Pred>) -> Vec<Pred> {
-    for p in &mut v {
-        *p = fold(std::mem::replace(p, Pred::True));
-    }
-    v
 }
 
 /// `and` of already simplified operands: flattened, `true` dropped, cut
@@ -137,31 +157,65 @@ fn junction(ps: impl IntoIterator<Item = Pred>, is_and: bool) -> Pred {
 /// constants.
 fn compare(lhs: Value, op: CmpOp, rhs: Value) -> Pred {
     if let (Value::Const(a), Value::Const(b)) = (&lhs, &rhs) {
-        let holds = match op {
-            CmpOp::Eq => a == b,
-            CmpOp::Gt => a > b,
-            CmpOp::Ge => a >= b,
-            CmpOp::Set => a & b != 0,
-        };
-        return if holds { Pred::True } else { Pred::False };
+        return constant(holds(*a, op, *b));
     }
     Pred::Test(Test { lhs, op, rhs })
+}
+
+/// Whether `a op b` holds for constants.
+fn holds(a: u32, op: CmpOp, b: u32) -> bool {
+    match op {
+        CmpOp::Eq => a == b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Set => a & b != 0,
+    }
 }
 
 /// Folds a value: constant subtrees are computed (except a division by a
 /// constant 0, which must still abort), and operations that return their
 /// operand unchanged are removed. The value's nodes are reused.
-pub fn fold_value(v: Value) -> Value {
-    // Operands are folded in place: their boxes are reused.
-    let fold_boxed = |mut b: Box<Value>| {
-        *b = fold_value(std::mem::replace(&mut *b, Value::Len));
-        b
+pub fn fold_value(mut v: Value) -> Value {
+    fold_value_in_place(&mut v);
+    v
+}
+
+/// [`fold_value`] in place (a value that needs no folding is only read).
+fn fold_value_in_place(v: &mut Value) {
+    let replacement = match v {
+        Value::Load { index, offset, .. } => {
+            if let Some(i) = index {
+                fold_value_in_place(i);
+                if let Value::Const(k) = **i {
+                    if let Some(o) = offset.checked_add(k) {
+                        *offset = o;
+                        *index = None;
+                    }
+                }
+            }
+            None
+        }
+        Value::Neg(a) => {
+            fold_value_in_place(a);
+            match **a {
+                Value::Const(k) => Some(Value::Const(k.wrapping_neg())),
+                _ => None,
+            }
+        }
+        Value::Bin(op, a, b) => {
+            fold_value_in_place(a);
+            fold_value_in_place(b);
+            match simplified(*op, a, b) {
+                Simplified::Const(k) => Some(Value::Const(k)),
+                Simplified::Lhs => Some(std::mem::replace(&mut **a, Value::Len)),
+                Simplified::Rhs => Some(std::mem::replace(&mut **b, Value::Len)),
+                Simplified::Kept => None,
+            }
+        }
+        _ => None,
     };
-    match v {
-        Value::Load { size, index, offset } => load(size, index.map(fold_boxed), offset),
-        Value::Neg(a) => negative(fold_boxed(a)),
-        Value::Bin(op, a, b) => operation(op, fold_boxed(a), fold_boxed(b)),
-        v => v,
+    if let Some(w) = replacement {
+        *v = w;
     }
 }
 
@@ -197,17 +251,39 @@ fn negative(a: Box<Value>) -> Value {
 
 /// `a op b` of folded operands.
 fn operation(op: BinOp, a: Box<Value>, b: Box<Value>) -> Value {
-    match (op, &*a, &*b) {
+    match simplified(op, &a, &b) {
+        Simplified::Const(k) => Value::Const(k),
+        Simplified::Lhs => *a,
+        Simplified::Rhs => *b,
+        Simplified::Kept => Value::Bin(op, a, b),
+    }
+}
+
+/// What `a op b` of folded operands folds to.
+enum Simplified {
+    /// A constant.
+    Const(u32),
+    /// Its left operand.
+    Lhs,
+    /// Its right operand.
+    Rhs,
+    /// Itself.
+    Kept,
+}
+
+/// The folding rule for `a op b` (folded operands).
+fn simplified(op: BinOp, a: &Value, b: &Value) -> Simplified {
+    match (op, a, b) {
         (_, Value::Const(x), Value::Const(y)) => match apply(op, *x, *y) {
-            Ok(k) => Value::Const(k),
-            Err(_) => Value::Bin(op, a, b),
+            Ok(k) => Simplified::Const(k),
+            Err(_) => Simplified::Kept,
         },
         (BinOp::Add | BinOp::Sub | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr, _, Value::Const(0))
         | (BinOp::Mul | BinOp::Div, _, Value::Const(1))
-        | (BinOp::And, _, Value::Const(u32::MAX)) => *a,
+        | (BinOp::And, _, Value::Const(u32::MAX)) => Simplified::Lhs,
         (BinOp::Add | BinOp::Or | BinOp::Xor, Value::Const(0), _)
         | (BinOp::Mul, Value::Const(1), _)
-        | (BinOp::And, Value::Const(u32::MAX), _) => *b,
-        _ => Value::Bin(op, a, b),
+        | (BinOp::And, Value::Const(u32::MAX), _) => Simplified::Rhs,
+        _ => Simplified::Kept,
     }
 }
