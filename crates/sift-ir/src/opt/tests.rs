@@ -149,13 +149,13 @@ fn each_pass_alone_keeps_results() {
 /// alternatives' guards: distribution drops the alternatives `g` rules out.
 fn rand_pre_guarded(r: &mut Rng, depth: u32) -> Pred {
     // `u16[0] == k`, or a set of two such tests.
-    let mut guard = |r: &mut Rng| {
+    let guard = |r: &mut Rng| {
         let eq = |k: u64| Pred::eq(Value::load(Size::Half, 0), k as u32);
         let k = r.below(4);
         if r.below(3) == 0 { Pred::Or(vec![eq(k), eq((k + 1) % 4)]) } else { eq(k) }
     };
     let g = guard(r);
-    let mut or = |r: &mut Rng| Pred::Or((0..2 + r.below(3)).map(|_| guard(r).and(rand_pred(r, depth))).collect());
+    let or = |r: &mut Rng| Pred::Or((0..2 + r.below(3)).map(|_| guard(r).and(rand_pred(r, depth))).collect());
     let (first, then) = (or(r), if r.below(2) == 0 { or(r) } else { rand_pred(r, depth) });
     // The second `or` is pruned as it is copied into the first's
     // alternatives.
