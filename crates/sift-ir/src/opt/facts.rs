@@ -541,22 +541,31 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would); the
     // kept ones move to the front, in order.
-    // What the last operand kept is known to be, and whether all are known
-    // to be `unit`.
-    let (mut last, mut all_unit) = (None, true);
+    // (What each kept operand is known to be moves along with it.)
     let mut kept = 0;
     for j in 0..out.len() {
         let known = env.known[known_base + j];
         if known == Some(unit) && j + 1 < out.len() && covers(&out[j + 1], &out[j]) {
             continue;
         }
-        last = Some(known);
-        all_unit &= known == Some(unit);
+        env.known[known_base + kept] = known;
         out.swap(kept, j);
         kept += 1;
     }
+    // Where an abort is as good as `unit`, operands at the end known to be
+    // `unit` go too (the last one was simplified so already; one before it
+    // becomes last when the ones after it go).
+    if allows(ctx, unit) {
+        while kept > 0 && env.known[known_base + kept - 1] == Some(unit) {
+            kept -= 1;
+        }
+    }
     env.changed |= kept < out.len();
     out.truncate(kept);
+    // What the last operand kept is known to be, and whether all are known
+    // to be `unit`.
+    let knowns = &env.known[known_base..known_base + kept];
+    let (last, all_unit) = (knowns.last().copied(), knowns.iter().all(|k| *k == Some(unit)));
     env.known.truncate(known_base);
     let known = match last {
         None => Some(unit),

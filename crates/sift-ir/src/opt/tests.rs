@@ -227,6 +227,22 @@ fn set_facts_keep_results() {
     assert_eq!(o, optimize(&set(&[6, 17, 132]).and(Pred::eq(Value::load(Size::Byte, 1), 0))), "{o}");
 }
 
+/// Tests known to hold that end an `and` go where an abort is as good as
+/// `true` (under `not` at the root), also one that becomes last when the
+/// one after it goes.
+#[test]
+fn trailing_tests_known_to_hold_go_where_an_abort_is_as_good() {
+    let always = |at: u32| Pred::test(Value::load(Size::Byte, at).bin(BinOp::And, Value::Const(0)), CmpOp::Eq, Value::Const(0));
+    let first = Pred::eq(Value::load(Size::Byte, 0), 1);
+    // `u8[8]` is not covered by the `u8[4]` after it.
+    let p = Pred::Not(Box::new(Pred::And(vec![first.clone(), always(8), always(4)])));
+    assert_eq!(optimize(&p), Pred::Not(Box::new(first.clone())));
+    // At the root an abort rejects, as `false` does, not as `true`: the
+    // `u8[8]` test stays (the `u8[4]` one goes: `u8[8]` proved 9 bytes).
+    let q = Pred::And(vec![first.clone(), always(8), always(4)]);
+    assert_eq!(optimize(&q), Pred::And(vec![first, always(8)]));
+}
+
 #[test]
 fn decided_protocols_disappear() {
     assert_eq!(optimize(&parse("ip and ip6")), Pred::False);
