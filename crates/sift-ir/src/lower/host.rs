@@ -41,7 +41,7 @@ impl Lowerer<'_> {
                 }
                 let arp = self.host_v4(addr, mask, Some(ProtoQual::Arp), dir, is_net)?;
                 let rarp = self.host_v4(addr, mask, Some(ProtoQual::Rarp), dir, is_net)?;
-                Ok(ip.or(arp).or(rarp))
+                Ok(Pred::any([ip, arp, rarp]))
             }
             Some(ProtoQual::Link) => self.err(format!("link-layer modifier applied to {what}")),
             Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, ethertype::IP, 12, 16),
@@ -114,12 +114,11 @@ impl Lowerer<'_> {
             u32::from_be_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
         };
         let one = |off: u32| -> Result<Pred> {
-            let mut p = self.gen_linktype(ethertype::IPV6)?;
-            for i in 0..4 {
+            let w = |i: usize| {
                 let at = off + 4 * i as u32;
-                p = p.and(self.mcmp(Rel::LinkPl, at, Size::Word, word(addr, i), word(mask, i)));
-            }
-            Ok(p)
+                self.mcmp(Rel::LinkPl, at, Size::Word, word(addr, i), word(mask, i))
+            };
+            Ok(Pred::all([self.gen_linktype(ethertype::IPV6)?, w(0), w(1), w(2), w(3)]))
         };
         match dir {
             Dir::Src => one(8),

@@ -387,7 +387,15 @@ impl<'a> Lowerer<'a> {
         // Nesting depth of `acc` created by alternating operators.
         let mut nest = 0usize;
         let mut last: Option<Conn> = None;
-        for (conn, r) in rights.into_iter().rev() {
+        let mut run_left = 0usize;
+        for (i, &(conn, r)) in rights.iter().enumerate().rev() {
+            if run_left == 0 {
+                // A run of `conn` starts: its operands go into one vector,
+                // sized once (the same predicate as step by step).
+                run_left = rights[..=i].iter().rev().take_while(|(c, _)| *c == conn).count();
+                acc = acc.with_room(conn == Conn::And, run_left);
+            }
+            run_left -= 1;
             // The right operand runs where the left one exits true (`and`)
             // or false (`or`).
             self.tunnel_state = match conn {
