@@ -305,6 +305,7 @@ impl Pred {
     /// [`and`](Self::and) calls left to right (nested conjunctions
     /// flattened one level), built in one vector of the exact size. One
     /// operand is returned as it is; none is [`Pred::True`].
+    #[inline]
     pub fn all<const N: usize>(ps: [Pred; N]) -> Pred {
         Pred::chain(ps, true)
     }
@@ -313,12 +314,14 @@ impl Pred {
     /// [`or`](Self::or) calls left to right (nested disjunctions flattened
     /// one level), built in one vector of the exact size. One operand is
     /// returned as it is; none is [`Pred::False`].
+    #[inline]
     pub fn any<const N: usize>(ps: [Pred; N]) -> Pred {
         Pred::chain(ps, false)
     }
 
     /// The operands `self` contributes to a conjunction (`is_and`) or
     /// disjunction: its own operands if it is one, else itself.
+    #[inline]
     fn operands_in(&self, is_and: bool) -> usize {
         match self {
             Pred::And(v) if is_and => v.len(),
@@ -328,18 +331,21 @@ impl Pred {
     }
 
     /// [`all`](Self::all) (`is_and`) or [`any`](Self::any).
-    fn chain<const N: usize>(ps: [Pred; N], is_and: bool) -> Pred {
+    #[inline]
+    fn chain<const N: usize>(mut ps: [Pred; N], is_and: bool) -> Pred {
         if N < 2 {
             let empty = if is_and { Pred::True } else { Pred::False };
             return ps.into_iter().next().unwrap_or(empty);
         }
         let len = ps.iter().map(|p| p.operands_in(is_and)).sum();
         let mut v = Vec::with_capacity(len);
-        for p in ps {
+        // Taken out in place (an iterator by value would copy the array
+        // first).
+        for p in &mut ps {
             match p {
-                Pred::And(w) if is_and => v.extend(w),
-                Pred::Or(w) if !is_and => v.extend(w),
-                p => v.push(p),
+                Pred::And(w) if is_and => v.append(w),
+                Pred::Or(w) if !is_and => v.append(w),
+                p => v.push(std::mem::replace(p, Pred::True)),
             }
         }
         if is_and {
