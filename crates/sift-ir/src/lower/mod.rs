@@ -366,7 +366,13 @@ impl<'a> Lowerer<'a> {
     /// of one operator is flat.
     pub(crate) fn expr(&mut self, e: &Expr) -> Result<Pred> {
         // Collect the left spine: e = ((first op1 r1) op2 r2) ...
-        let mut rights: Vec<(Conn, &Expr)> = Vec::new();
+        let mut spine = 0usize;
+        let mut x = e;
+        while let Expr::And(l, _) | Expr::Or(l, _) = x {
+            spine += 1;
+            x = l;
+        }
+        let mut rights: Vec<(Conn, &Expr)> = Vec::with_capacity(spine);
         let mut first = e;
         loop {
             match first {
