@@ -270,39 +270,171 @@ impl Pred {
         Pred::Or(self.joined(other, false))
     }
 
+    /// Prepares `self` for `calls` calls of [`and`](Self::and) (`is_and`)
+    /// or [`or`](Self::or) with it on the left, expecting each to add as
+    /// many operands as `self` has (it is the first of a list of similar
+    /// operands): a conjunction (disjunction) gets the room; anything else
+    /// becomes the only operand of one with that room. What those calls
+    /// build is unchanged; it just does not grow step by step. The result
+    /// is not a well-formed predicate until one of them is made.
+    pub(crate) fn with_room(self, is_and: bool, calls: usize) -> Pred {
+        let want = self.operands_in(is_and).saturating_mul(calls.saturating_add(1));
+        let v = match self {
+            Pred::And(mut v) if is_and => {
+                reserve_exact(&mut v, want);
+                v
+            }
+            Pred::Or(mut v) if !is_and => {
+                reserve_exact(&mut v, want);
+                v
+            }
+            p => {
+                let mut v = Vec::with_capacity(want);
+                v.push(p);
+                v
+            }
+        };
+        if is_and {
+            Pred::And(v)
+        } else {
+            Pred::Or(v)
+        }
+    }
+
+    /// `ps[0] and ps[1] and ...`: the same predicate as chaining
+    /// [`and`](Self::and) calls left to right (nested conjunctions
+    /// flattened one level), built in one vector of the exact size. One
+    /// operand is returned as it is; none is [`Pred::True`].
+    #[inline]
+    pub fn all<const N: usize>(ps: [Pred; N]) -> Pred {
+        Pred::chain(ps, true)
+    }
+
+    /// `ps[0] or ps[1] or ...`: the same predicate as chaining
+    /// [`or`](Self::or) calls left to right (nested disjunctions flattened
+    /// one level), built in one vector of the exact size. One operand is
+    /// returned as it is; none is [`Pred::False`].
+    #[inline]
+    pub fn any<const N: usize>(ps: [Pred; N]) -> Pred {
+        Pred::chain(ps, false)
+    }
+
+    /// The operands `self` contributes to a conjunction (`is_and`) or
+    /// disjunction: its own operands if it is one, else itself.
+    #[inline]
+    fn operands_in(&self, is_and: bool) -> usize {
+        match self {
+            Pred::And(v) if is_and => v.len(),
+            Pred::Or(v) if !is_and => v.len(),
+            _ => 1,
+        }
+    }
+
+    /// [`all`](Self::all) (`is_and`) or [`any`](Self::any).
+    #[inline]
+    fn chain<const N: usize>(mut ps: [Pred; N], is_and: bool) -> Pred {
+        if N < 2 {
+            let empty = if is_and { Pred::True } else { Pred::False };
+            return ps.into_iter().next().unwrap_or(empty);
+        }
+        let len = ps.iter().map(|p| p.operands_in(is_and)).sum();
+        let mut v = Vec::with_capacity(len);
+        // Taken out in place (an iterator by value would copy the array
+        // first).
+        for p in &mut ps {
+            match p {
+                Pred::And(w) if is_and => v.append(w),
+                Pred::Or(w) if !is_and => v.append(w),
+                p => v.push(std::mem::replace(p, Pred::True)),
+            }
+        }
+        if is_and {
+            Pred::And(v)
+        } else {
+            Pred::Or(v)
+        }
+    }
+
     /// The operands of `self and other` (`is_and`) or `self or other`, in
-    /// order, flattened one level; a new vector has room for two more
-    /// operands (lowering chains `and`/`or` calls).
+    /// order, flattened one level. A vector of up to [`EXACT_OPERANDS`]
+    /// operands has room for exactly its operands (most of what lowering
+    /// builds has two: small blocks, the allocator's fastest free lists);
+    /// a longer one grows by doubling (a filter's long `and`/`or` chains).
+    /// A vector that must grow is moved to a new block rather than
+    /// reallocated (glibc's `realloc` bypasses its per-thread cache).
     fn joined(self, other: Pred, is_and: bool) -> Vec<Pred> {
         // Written to move each (56-byte) operand once.
         let mut v = match self {
             Pred::And(v) if is_and => v,
             Pred::Or(v) if !is_and => v,
             p => match other {
-                Pred::And(mut w) if is_and => {
-                    w.insert(0, p);
-                    return w;
-                }
-                Pred::Or(mut w) if !is_and => {
-                    w.insert(0, p);
-                    return w;
-                }
-                q => {
-                    let mut v = Vec::with_capacity(4);
-                    v.push(p);
-                    v.push(q);
-                    return v;
-                }
+                Pred::And(w) if is_and => return prepended(p, w),
+                Pred::Or(w) if !is_and => return prepended(p, w),
+                q => return vec![p, q],
             },
         };
         match other {
-            Pred::And(w) if is_and => v.extend(w),
-            Pred::Or(w) if !is_and => v.extend(w),
-            q => v.push(q),
+            Pred::And(mut w) if is_and => {
+                reserve(&mut v, w.len());
+                v.append(&mut w);
+            }
+            Pred::Or(mut w) if !is_and => {
+                reserve(&mut v, w.len());
+                v.append(&mut w);
+            }
+            q => {
+                reserve(&mut v, 1);
+                v.push(q);
+            }
         }
         v
     }
 }
+
+/// The room for `len` operands where `more` are added to `len - more`:
+/// exactly `len` up to [`EXACT_OPERANDS`], else at least double `cap`.
+fn grown(cap: usize, len: usize) -> usize {
+    if len <= EXACT_OPERANDS {
+        len
+    } else {
+        len.max(2 * cap)
+    }
+}
+
+/// `p` followed by the operands of `w`.
+fn prepended(p: Pred, mut w: Vec<Pred>) -> Vec<Pred> {
+    if w.capacity() > w.len() {
+        w.insert(0, p);
+        return w;
+    }
+    let mut v = Vec::with_capacity(grown(w.capacity(), w.len() + 1));
+    v.push(p);
+    v.append(&mut w);
+    v
+}
+
+/// Makes room for `more` operands in `v` (see [`grown`]), moving them to a
+/// new block if they do not fit.
+#[inline]
+fn reserve(v: &mut Vec<Pred>, more: usize) {
+    if v.capacity() - v.len() < more {
+        reserve_exact(v, grown(v.capacity(), v.len() + more));
+    }
+}
+
+/// Gives `v` room for `cap` operands at least, moving them to a new block
+/// of exactly that room if needed.
+fn reserve_exact(v: &mut Vec<Pred>, cap: usize) {
+    if v.capacity() < cap {
+        let mut n = Vec::with_capacity(cap);
+        n.append(v);
+        *v = n;
+    }
+}
+
+/// Up to how many operands [`Pred::and`] and [`Pred::or`] size a
+/// conjunction's or disjunction's vector exactly.
+const EXACT_OPERANDS: usize = 4;
 
 impl fmt::Display for BinOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -392,5 +524,80 @@ impl Pred {
 impl fmt::Display for Pred {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_indented(f, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leaves, conjunctions, disjunctions and negations of a few sizes.
+    fn samples() -> Vec<Pred> {
+        let t = |k| Pred::eq(Value::load(Size::Byte, k), k);
+        vec![
+            t(1),
+            Pred::True,
+            Pred::And(vec![t(2), t(3)]),
+            Pred::Or(vec![t(4), t(5), t(6)]),
+            Pred::And(Vec::new()),
+            t(7).not(),
+            Pred::Or(vec![Pred::And(vec![t(8), t(9)]), t(10)]),
+        ]
+    }
+
+    #[test]
+    fn all_and_any_are_chains_of_and_and_or() {
+        for a in samples() {
+            assert_eq!(Pred::all([a.clone()]), a);
+            assert_eq!(Pred::any([a.clone()]), a);
+            for b in samples() {
+                assert_eq!(Pred::all([a.clone(), b.clone()]), a.clone().and(b.clone()));
+                assert_eq!(Pred::any([a.clone(), b.clone()]), a.clone().or(b.clone()));
+                for c in samples() {
+                    let all = Pred::all([a.clone(), b.clone(), c.clone()]);
+                    assert_eq!(all, a.clone().and(b.clone()).and(c.clone()));
+                    let any = Pred::any([a.clone(), b.clone(), c.clone()]);
+                    assert_eq!(any, a.clone().or(b.clone()).or(c.clone()));
+                    if let (Pred::And(v), Pred::Or(w)) = (&all, &any) {
+                        assert_eq!((v.capacity(), w.capacity()), (v.len(), w.len()));
+                    }
+                }
+            }
+        }
+        assert_eq!(Pred::all([]), Pred::True);
+        assert_eq!(Pred::any([]), Pred::False);
+    }
+
+    #[test]
+    fn room_does_not_change_chains() {
+        for calls in 1..4 {
+            for a in samples() {
+                for b in samples() {
+                    let (mut x, mut y) = (a.clone(), a.clone());
+                    let (mut xr, mut yr) = (a.clone().with_room(true, calls), a.clone().with_room(false, calls));
+                    for _ in 0..calls {
+                        (x, y) = (x.and(b.clone()), y.or(b.clone()));
+                        (xr, yr) = (xr.and(b.clone()), yr.or(b.clone()));
+                    }
+                    assert_eq!((xr, yr), (x, y));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_operand_lists_are_sized_exactly() {
+        let t = |k| Pred::eq(Value::load(Size::Byte, k), k);
+        let mut p = t(0).or(t(1));
+        for n in 2..40 {
+            let Pred::Or(v) = &p else { unreachable!() };
+            assert_eq!(v.len(), n);
+            if n <= EXACT_OPERANDS {
+                assert_eq!(v.capacity(), n);
+            }
+            p = p.or(t(n as u32));
+        }
+        let Pred::And(v) = t(0).and(Pred::And(vec![t(1), t(2)])) else { unreachable!() };
+        assert_eq!((v.len(), v.capacity()), (3, 3));
     }
 }

@@ -33,15 +33,18 @@ impl Lowerer<'_> {
         let what = if is_net { "net" } else { "host" };
         match proto {
             None => {
-                let ip = self.host_v4(addr, mask, Some(ProtoQual::Ip), dir, is_net)?;
                 // Inside an MPLS label stack only IPv4 can be tested (as
                 // libpcap, which skips ARP and RARP there).
                 if self.link.mpls_depth > 0 {
-                    return Ok(ip);
+                    return self.host_v4(addr, mask, Some(ProtoQual::Ip), dir, is_net);
                 }
-                let arp = self.host_v4(addr, mask, Some(ProtoQual::Arp), dir, is_net)?;
-                let rarp = self.host_v4(addr, mask, Some(ProtoQual::Rarp), dir, is_net)?;
-                Ok(ip.or(arp).or(rarp))
+                // `ip or arp or rarp`, flattened as `or` does, in one vector.
+                let per_proto = if dir == Dir::Or { 2 } else { 1 };
+                let mut v = Vec::with_capacity(3 * per_proto);
+                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::IP, 12, 16)?;
+                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::ARP, 14, 24)?;
+                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::REVARP, 14, 24)?;
+                Ok(Pred::Or(v))
             }
             Some(ProtoQual::Link) => self.err(format!("link-layer modifier applied to {what}")),
             Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, ethertype::IP, 12, 16),
@@ -75,9 +78,7 @@ impl Lowerer<'_> {
         src_off: u32,
         dst_off: u32,
     ) -> Result<Pred> {
-        let one = |off: u32| -> Result<Pred> {
-            Ok(self.gen_linktype(ll_proto)?.and(self.mcmp(Rel::LinkPl, off, Size::Word, addr, mask)))
-        };
+        let one = |off: u32| self.hostop_one(addr, mask, ll_proto, off);
         match dir {
             Dir::Src => one(src_off),
             Dir::Dst => one(dst_off),
@@ -85,6 +86,34 @@ impl Lowerer<'_> {
             Dir::Or => Ok(one(src_off)?.or(one(dst_off)?)),
             Dir::Wlan(d) => self.err(not_for_addresses(d)),
         }
+    }
+
+    /// [`hostop`](Self::hostop) as the operands it adds to a disjunction
+    /// (`x or hostop(...)`), pushed to `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn hostop_or_operands(
+        &self,
+        out: &mut Vec<Pred>,
+        addr: u32,
+        mask: u32,
+        dir: Dir,
+        ll_proto: u32,
+        src_off: u32,
+        dst_off: u32,
+    ) -> Result<()> {
+        match dir {
+            Dir::Or => {
+                out.push(self.hostop_one(addr, mask, ll_proto, src_off)?);
+                out.push(self.hostop_one(addr, mask, ll_proto, dst_off)?);
+            }
+            _ => out.push(self.hostop(addr, mask, dir, ll_proto, src_off, dst_off)?),
+        }
+        Ok(())
+    }
+
+    /// One direction of `gen_hostop`.
+    fn hostop_one(&self, addr: u32, mask: u32, ll_proto: u32, off: u32) -> Result<Pred> {
+        Ok(self.gen_linktype(ll_proto)?.and(self.mcmp(Rel::LinkPl, off, Size::Word, addr, mask)))
     }
 
     /// `gen_host6`: an IPv6 address or network under a protocol qualifier.
@@ -114,12 +143,11 @@ impl Lowerer<'_> {
             u32::from_be_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
         };
         let one = |off: u32| -> Result<Pred> {
-            let mut p = self.gen_linktype(ethertype::IPV6)?;
-            for i in 0..4 {
+            let w = |i: usize| {
                 let at = off + 4 * i as u32;
-                p = p.and(self.mcmp(Rel::LinkPl, at, Size::Word, word(addr, i), word(mask, i)));
-            }
-            Ok(p)
+                self.mcmp(Rel::LinkPl, at, Size::Word, word(addr, i), word(mask, i))
+            };
+            Ok(Pred::all([self.gen_linktype(ethertype::IPV6)?, w(0), w(1), w(2), w(3)]))
         };
         match dir {
             Dir::Src => one(8),

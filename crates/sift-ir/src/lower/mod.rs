@@ -366,7 +366,13 @@ impl<'a> Lowerer<'a> {
     /// of one operator is flat.
     pub(crate) fn expr(&mut self, e: &Expr) -> Result<Pred> {
         // Collect the left spine: e = ((first op1 r1) op2 r2) ...
-        let mut rights: Vec<(Conn, &Expr)> = Vec::new();
+        let mut spine = 0usize;
+        let mut x = e;
+        while let Expr::And(l, _) | Expr::Or(l, _) = x {
+            spine += 1;
+            x = l;
+        }
+        let mut rights: Vec<(Conn, &Expr)> = Vec::with_capacity(spine);
         let mut first = e;
         loop {
             match first {
@@ -387,7 +393,15 @@ impl<'a> Lowerer<'a> {
         // Nesting depth of `acc` created by alternating operators.
         let mut nest = 0usize;
         let mut last: Option<Conn> = None;
-        for (conn, r) in rights.into_iter().rev() {
+        let mut run_left = 0usize;
+        for (i, &(conn, r)) in rights.iter().enumerate().rev() {
+            if run_left == 0 {
+                // A run of `conn` starts: its operands go into one vector,
+                // sized once (the same predicate as step by step).
+                run_left = rights[..=i].iter().rev().take_while(|(c, _)| *c == conn).count();
+                acc = acc.with_room(conn == Conn::And, run_left);
+            }
+            run_left -= 1;
             // The right operand runs where the left one exits true (`and`)
             // or false (`or`).
             self.tunnel_state = match conn {

@@ -211,39 +211,56 @@ impl Lowerer<'_> {
     /// `gen_port`/`gen_portrange`: IPv4, then per transport protocol.
     pub(crate) fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let lt = self.gen_linktype(ethertype::IP)?;
-        let body = match sel.number() {
-            Some(p) => self.portop_v4(p, dir, atom)?,
-            None => self
-                .portop_v4(IPPROTO_SCTP, dir, atom)?
-                .or(self.portop_v4(IPPROTO_TCP, dir, atom)?)
-                .or(self.portop_v4(IPPROTO_UDP, dir, atom)?),
-        };
-        Ok(lt.and(body))
+        match sel.number() {
+            Some(p) => self.portop_v4(Some(lt), p, dir, atom),
+            None => Ok(Pred::all([
+                lt,
+                Pred::any([
+                    self.portop_v4(None, IPPROTO_SCTP, dir, atom)?,
+                    self.portop_v4(None, IPPROTO_TCP, dir, atom)?,
+                    self.portop_v4(None, IPPROTO_UDP, dir, atom)?,
+                ]),
+            ])),
+        }
     }
 
-    /// `gen_portop`: `ip proto P`, first fragment, then the port test(s).
-    fn portop_v4(&self, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        let head = self.cmp(Rel::LinkPl, 9, Size::Byte, proto).and(self.ipfrag());
-        Ok(head.and(self.port_dirs(dir, atom)?))
+    /// `gen_portop`: `ip proto P`, first fragment, then the port test(s);
+    /// after `lt` if given (`lt and portop`, in one piece).
+    fn portop_v4(&self, lt: Option<Pred>, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
+        let proto = self.cmp(Rel::LinkPl, 9, Size::Byte, proto);
+        let frag = self.ipfrag();
+        let ports = self.port_dirs(dir, atom)?;
+        Ok(match lt {
+            Some(lt) => Pred::all([lt, proto, frag, ports]),
+            None => Pred::all([proto, frag, ports]),
+        })
     }
 
     /// `gen_port6`/`gen_portrange6`.
     pub(crate) fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let lt = self.gen_linktype(ethertype::IPV6)?;
-        let body = match sel.number() {
-            Some(p) => self.portop_v6(p, dir, atom)?,
-            None => self
-                .portop_v6(IPPROTO_SCTP, dir, atom)?
-                .or(self.portop_v6(IPPROTO_TCP, dir, atom)?)
-                .or(self.portop_v6(IPPROTO_UDP, dir, atom)?),
-        };
-        Ok(lt.and(body))
+        match sel.number() {
+            Some(p) => self.portop_v6(Some(lt), p, dir, atom),
+            None => Ok(Pred::all([
+                lt,
+                Pred::any([
+                    self.portop_v6(None, IPPROTO_SCTP, dir, atom)?,
+                    self.portop_v6(None, IPPROTO_TCP, dir, atom)?,
+                    self.portop_v6(None, IPPROTO_UDP, dir, atom)?,
+                ]),
+            ])),
+        }
     }
 
-    /// `gen_portop6`: `ip6[6] == P` (no extension headers), then the ports.
-    fn portop_v6(&self, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
+    /// `gen_portop6`: `ip6[6] == P` (no extension headers), then the
+    /// ports; after `lt` if given.
+    fn portop_v6(&self, lt: Option<Pred>, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let head = self.cmp(Rel::LinkPl, 6, Size::Byte, proto);
-        Ok(head.and(self.port_dirs(dir, atom)?))
+        let ports = self.port_dirs(dir, atom)?;
+        Ok(match lt {
+            Some(lt) => Pred::all([lt, head, ports]),
+            None => Pred::all([head, ports]),
+        })
     }
 
     /// Source port at offset 0, destination at 2, combined per direction.

@@ -136,6 +136,10 @@ pub(crate) fn known(s: &[Known], t: usize) -> Known {
 
 /// What holds where paths with states `a` and `b` meet.
 pub(crate) fn join(a: &[Known], b: &[Known]) -> TunnelStates {
+    if a.is_empty() && b.is_empty() {
+        // No tunnel yet (every filter without one).
+        return Vec::new();
+    }
     (0..a.len().max(b.len()))
         .map(|t| match (known(a, t), known(b, t)) {
             (x, y) if x == y => x,
@@ -348,6 +352,9 @@ impl Lowerer<'_> {
     /// offsets depend on if `f` reads a tunnel offset (module docs). The
     /// lowering state `f` leaves is kept (it is the same in every case).
     pub(crate) fn in_tunnel_cases(&mut self, f: &mut dyn FnMut(&mut Self) -> Result<Pred>) -> Result<Pred> {
+        if self.tunnels.is_empty() {
+            return f(self);
+        }
         let chain = self.tunnel_chain();
         if chain.is_empty() {
             return f(self);

@@ -95,7 +95,16 @@ fn load_at(size: Size, at: Value, off: u32) -> Value {
 impl Lowerer<'_> {
     /// The value of a run-time offset part in the current case, noting
     /// that the program needs the prologue that computes it.
+    #[inline]
     pub(crate) fn var_value(&self, var: VarPart) -> Option<Value> {
+        match var {
+            VarPart::None => None,
+            var => self.var_value_of(var),
+        }
+    }
+
+    /// [`var_value`](Self::var_value) of a run-time part.
+    fn var_value_of(&self, var: VarPart) -> Option<Value> {
         match var {
             VarPart::None => None,
             VarPart::RadioLen => {
