@@ -63,6 +63,8 @@
 #![warn(missing_docs)]
 
 use sift_bpf::validate::ValidateError;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use sift_bpf::validate::ValidateErrorKind;
 use sift_bpf::Insn;
 use sift_ir::Pred;
 use std::fmt;
@@ -103,7 +105,7 @@ pub const PREFETCH_MIN_GAP: usize = 256;
 
 /// Whether a cBPF opcode loads packet bytes (`ld`/`ldx` with `abs`, `ind`
 /// or `msh` addressing).
-pub(crate) fn reads_packet(code: u16) -> bool {
+pub(crate) const fn reads_packet(code: u16) -> bool {
     use sift_bpf::insn::op::*;
     matches!(code & 0x07, LD | LDX) && matches!(code & 0xe0, ABS | IND | MSH)
 }
@@ -164,6 +166,16 @@ fn prefetch_distance(first: &[exec::Slot<'_>], packets: usize) -> usize {
     }
 }
 
+/// The checks of `sift_bpf::interp::Program::new` (those of
+/// `sift_bpf::validate`, stricter, first: cheaper than building an
+/// interpreter program, which only the programs it refuses get).
+fn check_runnable(prog: &[Insn]) -> Result<(), JitError> {
+    if sift_bpf::validate::validate(prog).is_err() {
+        sift_bpf::interp::Program::new(prog).map_err(JitError::Invalid)?;
+    }
+    Ok(())
+}
+
 /// Why a program could not be compiled.
 #[derive(Debug)]
 pub enum JitError {
@@ -218,9 +230,11 @@ pub struct JitFilter {
     code: Option<exec::ExecBuffer>,
     /// The count function, compiled from `prog` by the first
     /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
-    /// inside: the filter has none).
+    /// inside: the filter has none). Boxed: a filter is moved around
+    /// whole and most are never counted with; kept small (112 bytes; test
+    /// `a_filter_is_small`), it is copied without a call to `memcpy`.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    count: std::sync::OnceLock<Option<exec::CountBuffer>>,
+    count: std::sync::OnceLock<Option<Box<exec::CountBuffer>>>,
     /// The program the count function is compiled from: empty for a
     /// constant program or a predicate compiled directly.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -241,14 +255,13 @@ impl JitFilter {
     /// runs, including backward `ja` and scratch reads before writes); use
     /// `sift_bpf::validate::validate` first for the kernel's stricter rules.
     pub fn from_program(prog: &[Insn]) -> Result<JitFilter, JitError> {
-        // The kernel's rules are stricter than the interpreter's (see the
-        // test `kernel_valid_is_runnable`) and cheaper to check than
-        // building an interpreter program; the interpreter's own checks
-        // only run for programs the kernel would refuse.
-        if sift_bpf::validate::validate(prog).is_err() {
-            sift_bpf::interp::Program::new(prog).map_err(JitError::Invalid)?;
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        return Self::compile_program(prog);
+        #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+        {
+            check_runnable(prog)?;
+            Err(JitError::Unsupported)
         }
-        Self::compile_checked(prog)
     }
 
     /// A filter with per-packet code `code` (none: the verdict is always
@@ -274,21 +287,29 @@ impl JitFilter {
         }
     }
 
+    /// [`JitFilter::from_program`] on x86-64 Linux: the compiler makes the
+    /// checks of `sift_bpf::interp::Program::new` in its first pass over
+    /// the program.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn compile_checked(prog: &[Insn]) -> Result<JitFilter, JitError> {
+    fn compile_program(prog: &[Insn]) -> Result<JitFilter, JitError> {
         if let Some(first) = prog.first().filter(|i| i.code == sift_bpf::insn::op::RET | sift_bpf::insn::op::K) {
+            check_runnable(prog)?;
             return Ok(Self::constant(prog.len(), first.k));
         }
-        x64::compile(prog, false, |c| {
+        let compiled = x64::compile(prog, false, |c| {
             let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
             Ok(Self::with_code(Some(code), prog.into(), prog.len(), c.reads_packet))
-        })
-        .ok_or(JitError::TooLarge)?
-    }
-
-    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-    fn compile_checked(_prog: &[Insn]) -> Result<JitFilter, JitError> {
-        Err(JitError::Unsupported)
+        });
+        match compiled {
+            Ok(filter) => filter,
+            Err(x64::CompileError::TooLarge) => Err(JitError::TooLarge),
+            Err(x64::CompileError::NotRunnable) => Err(JitError::Invalid(match sift_bpf::interp::Program::new(prog) {
+                Err(e) => e,
+                // Not reached: the compiler refuses what `Program::new`
+                // refuses (test `runnable_is_what_the_interpreter_runs`).
+                Ok(_) => ValidateError { pc: None, insn: None, kind: ValidateErrorKind::UnknownOpcode },
+            })),
+        }
     }
 
     /// Compiles a predicate straight to machine code (no classic BPF in
@@ -389,9 +410,11 @@ impl JitFilter {
                 if self.prog.is_empty() {
                     return None;
                 }
-                x64::compile(&self.prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok()).flatten()
+                x64::compile(&self.prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok().map(Box::new))
+                    .ok()
+                    .flatten()
             })
-            .as_ref()
+            .as_deref()
     }
 
     /// Runs the filter on every item, in order, handing `(index, verdict)`
@@ -571,8 +594,62 @@ mod tests {
         assert_eq!(prefetch_distance(&[], 5), PREFETCH_NEAR);
     }
 
+    /// A filter stays small enough to be moved without a call to
+    /// `memcpy` (see `JitFilter::count`).
+    #[test]
+    fn a_filter_is_small() {
+        assert!(std::mem::size_of::<super::JitFilter>() <= 128);
+    }
+
+    /// `JitFilter::from_program` refuses exactly the programs
+    /// `sift_bpf::interp::Program::new` refuses, with its error (the
+    /// compiler's first pass makes the same checks): every opcode below
+    /// 0x100 and some above, with scratch indexes, constants and jump
+    /// offsets around the limits, at the start of a program (then a `ret`
+    /// may start it: no code, checked all the same) and after a load.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn runnable_is_what_the_interpreter_runs() {
+        use super::{JitError, JitFilter};
+        use sift_bpf::interp::Program;
+        let ks = [0u32, 1, 2, 15, 16, 0x8000_0000, u32::MAX, (-2i32) as u32, (-3i32) as u32];
+        let offs = [0u8, 1, 2, 3];
+        let codes = (0..0x100u16).chain([0x100, 0x105, 0x1000, 0x8006, 0xffff]);
+        let (mut refused, mut compiled) = (0, 0);
+        for code in codes {
+            for &k in &ks {
+                for &jt in &offs {
+                    for &jf in &offs {
+                        let insn = Insn::jump(code, k, jt, jf);
+                        let load = Insn::stmt(LD | H | ABS, 12);
+                        let ret = Insn::stmt(RET | A, 0);
+                        for p in [
+                            vec![insn],
+                            vec![insn, ret, ret],
+                            vec![load, insn, ret],
+                            vec![load, insn, ret, ret],
+                            vec![Insn::stmt(RET | K, 1), insn],
+                        ] {
+                            match (JitFilter::from_program(&p), Program::new(&p)) {
+                                (Ok(_), Ok(_)) => compiled += 1,
+                                (Err(JitError::Invalid(got)), Err(want)) => {
+                                    assert_eq!(got, want, "{p:?}");
+                                    refused += 1;
+                                }
+                                (got, want) => panic!("{p:?}: {got:?} vs {:?}", want.err()),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(refused > 10_000 && compiled > 10_000, "{refused} {compiled}");
+        let want = Program::new(&[]).expect_err("refused");
+        assert!(matches!(JitFilter::from_program(&[]), Err(JitError::Invalid(e)) if e == want));
+    }
+
     /// Every program the kernel's rules accept passes the interpreter's
-    /// checks, which `JitFilter::from_program` therefore skips for it.
+    /// checks, which `check_runnable` therefore skips for it.
     #[test]
     fn kernel_valid_is_runnable() {
         let ks = [0u32, 1, 2, 15, 16, 31, 32, 0x1000, 0xffff_f000, u32::MAX];

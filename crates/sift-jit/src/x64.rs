@@ -64,9 +64,13 @@
 //!
 //! # Compile cost
 //!
-//! One analysis of the program ([`Plan`]), one emission, buffers reused
-//! from one compile to the next on a thread ([`Scratch`]): no allocation
-//! in the steady state.
+//! Two passes of analysis ([`Plan::fill`]: forward, making the checks of
+//! `sift_bpf::interp::Program::new` on the way, so that no separate
+//! validation runs; then backward), one emission (each x86 instruction
+//! gathered in a register, [`Enc`], and appended with one store), one pass
+//! patching the jumps (more only where some must be widened), buffers
+//! borrowed in place from one compile to the next on a thread
+//! ([`Scratch`]): no allocation in the steady state.
 
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
@@ -142,6 +146,93 @@ struct Fixup {
     long: bool,
 }
 
+/// The position of a label not bound (yet).
+const NONE: usize = usize::MAX;
+
+/// The bytes of one instruction (at most 16), gathered in a register
+/// before [`Asm::put`] appends them at once.
+#[derive(Clone, Copy)]
+struct Enc {
+    /// The bytes, the first in the low byte.
+    bits: u128,
+    len: u32,
+}
+
+impl Enc {
+    const EMPTY: Enc = Enc { bits: 0, len: 0 };
+
+    /// Appends byte `b`.
+    #[inline(always)]
+    fn b(self, b: u8) -> Enc {
+        self.le(u32::from(b), 1)
+    }
+
+    /// Appends the `size` low bytes of `v`, little-endian.
+    #[inline(always)]
+    fn le(self, v: u32, size: u32) -> Enc {
+        let v = if size >= 4 { v } else { v & ((1 << (8 * size)) - 1) };
+        Enc {
+            bits: self.bits | u128::from(v) << (8 * self.len),
+            len: self.len + size,
+        }
+    }
+
+    /// Appends the bytes of `b`.
+    #[inline(always)]
+    fn all(mut self, b: &[u8]) -> Enc {
+        for &x in b {
+            self = self.b(x);
+        }
+        self
+    }
+
+    /// Appends a REX prefix if one is needed.
+    #[inline(always)]
+    fn rex(self, w: bool, reg: u8, index: u8, base: u8) -> Enc {
+        let rex = 0x40 | (u8::from(w) << 3) | ((reg >> 3) << 2) | ((index >> 3) << 1) | (base >> 3);
+        if rex != 0x40 {
+            self.b(rex)
+        } else {
+            self
+        }
+    }
+
+    /// `[prefix] [rex] opcode modrm(reg, mem)`.
+    #[inline(always)]
+    fn mem(prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, m: Mem) -> Enc {
+        let mut e = Enc::EMPTY;
+        if let Some(p) = prefix {
+            e = e.b(p);
+        }
+        e = e.rex(w, reg, m.index.unwrap_or(0), m.base).all(opc);
+        let base = m.base & 7;
+        let (md, disp_len) = if m.disp == 0 && base != 5 {
+            (0u8, 0)
+        } else if fits_i8(i64::from(m.disp)) {
+            (1, 1)
+        } else {
+            (2, 4)
+        };
+        let reg = (reg & 7) << 3;
+        e = match m.index {
+            None if base != 4 => e.b(md << 6 | reg | base),
+            // No index is encoded as index = 4 (rsp) without REX.X.
+            index => e.b(md << 6 | reg | 4).b(((index.unwrap_or(4) & 7) << 3) | base),
+        };
+        e.le(m.disp as u32, disp_len)
+    }
+
+    /// `[prefix] [rex] opcode modrm(reg, rm)` with a register operand.
+    #[inline(always)]
+    fn rr(prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, rm: u8) -> Enc {
+        let mut e = Enc::EMPTY;
+        if let Some(p) = prefix {
+            e = e.b(p);
+        }
+        e.rex(w, reg, 0, rm).all(opc).b(0xc0 | ((reg & 7) << 3) | (rm & 7))
+    }
+}
+
 /// An x86-64 code buffer with forward/backward labels.
 ///
 /// Jumps are emitted short (`jcc rel8`, `jmp rel8`); [`Asm::finish`]
@@ -149,7 +240,7 @@ struct Fixup {
 #[derive(Default)]
 struct Asm {
     code: Vec<u8>,
-    /// Code offset of each label (`usize::MAX` while unbound).
+    /// Code offset of each label ([`NONE`] while unbound).
     labels: Vec<usize>,
     /// Every jump of the function being emitted, in emission order.
     fixups: Vec<Fixup>,
@@ -162,116 +253,111 @@ struct Asm {
 }
 
 impl Asm {
+    const EMPTY: Asm = Asm {
+        code: Vec::new(),
+        labels: Vec::new(),
+        fixups: Vec::new(),
+        bound: Vec::new(),
+        grown: Vec::new(),
+    };
+
     /// Starts a function at the end of the code with `labels` fresh
     /// labels (the code emitted before stays).
     fn start(&mut self, labels: usize) {
         self.labels.clear();
-        self.labels.resize(labels, usize::MAX);
+        self.labels.resize(labels, NONE);
         self.fixups.clear();
         self.bound.clear();
     }
 
+    /// A fresh label.
+    fn new_label(&mut self) -> usize {
+        self.labels.push(NONE);
+        self.labels.len() - 1
+    }
+
+    #[inline(always)]
     fn byte(&mut self, b: u8) {
         self.code.push(b);
     }
 
+    #[inline(always)]
     fn bytes(&mut self, b: &[u8]) {
         self.code.extend_from_slice(b);
     }
 
+    #[inline(always)]
     fn imm32(&mut self, v: u32) {
         self.bytes(&v.to_le_bytes());
     }
 
+    /// Appends the bytes gathered in `e`: one 16-byte store, the length
+    /// then cut to those bytes (cheaper than a store per byte).
+    #[inline(always)]
+    fn put(&mut self, e: Enc) {
+        let len = self.code.len();
+        self.code.extend_from_slice(&e.bits.to_le_bytes());
+        self.code.truncate(len + e.len as usize);
+    }
+
+    #[inline(always)]
     fn rex(&mut self, w: bool, reg: u8, index: u8, base: u8) {
-        let rex = 0x40 | (u8::from(w) << 3) | ((reg >> 3) << 2) | ((index >> 3) << 1) | (base >> 3);
-        if rex != 0x40 {
-            self.byte(rex);
-        }
+        self.put(Enc::EMPTY.rex(w, reg, index, base));
     }
 
     /// `[prefix] [rex] opcode modrm(reg, mem)`.
+    #[inline]
     fn op_mem(&mut self, prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, m: Mem) {
-        if let Some(p) = prefix {
-            self.byte(p);
-        }
-        self.rex(w, reg, m.index.unwrap_or(0), m.base);
-        self.bytes(opc);
-        let base = m.base & 7;
-        let (md, disp_len) = if m.disp == 0 && base != 5 {
-            (0u8, 0)
-        } else if fits_i8(i64::from(m.disp)) {
-            (1, 1)
-        } else {
-            (2, 4)
-        };
-        let reg = (reg & 7) << 3;
-        match m.index {
-            None if base != 4 => self.byte(md << 6 | reg | base),
-            index => {
-                self.byte(md << 6 | reg | 4);
-                // No index is encoded as index = 4 (rsp) without REX.X.
-                self.byte(((index.unwrap_or(4) & 7) << 3) | base);
-            }
-        }
-        match disp_len {
-            1 => self.byte(m.disp as i8 as u8),
-            4 => self.imm32(m.disp as u32),
-            _ => {}
-        }
+        self.put(Enc::mem(prefix, w, opc, reg, m));
     }
 
     /// `[prefix] [rex] opcode modrm(reg, rm)` with a register operand.
+    #[inline]
     fn op_rr(&mut self, prefix: Option<u8>, w: bool, opc: &[u8], reg: u8, rm: u8) {
-        if let Some(p) = prefix {
-            self.byte(p);
-        }
-        self.rex(w, reg, 0, rm);
-        self.bytes(opc);
-        self.byte(0xc0 | ((reg & 7) << 3) | (rm & 7));
+        self.put(Enc::rr(prefix, w, opc, reg, rm));
     }
 
     /// `mov r32, imm32` (`xor r32, r32` for 0: clobbers the flags).
+    #[inline]
     fn mov_ri(&mut self, r: u8, imm: u32) {
         if imm == 0 {
             self.op_rr(None, false, &[0x31], r, r);
         } else {
-            self.rex(false, 0, 0, r);
-            self.byte(0xb8 + (r & 7));
-            self.imm32(imm);
+            self.put(Enc::EMPTY.rex(false, 0, 0, r).b(0xb8 + (r & 7)).le(imm, 4));
         }
     }
 
     /// `mov dst32, src32`.
+    #[inline]
     fn mov_rr(&mut self, dst: u8, src: u8) {
         self.op_rr(None, false, &[0x89], src, dst);
     }
 
     /// Group-1 ALU `op r, imm` (`ext`: add 0, or 1, and 4, sub 5, xor 6,
     /// cmp 7), 32- or 64-bit.
+    #[inline]
     fn alu_ri(&mut self, w: bool, ext: u8, r: u8, imm: u32) {
         if fits_i8(i64::from(imm as i32)) {
-            self.op_rr(None, w, &[0x83], ext, r);
-            self.byte(imm as u8);
+            self.put(Enc::rr(None, w, &[0x83], ext, r).le(imm, 1));
         } else {
-            self.op_rr(None, w, &[0x81], ext, r);
-            self.imm32(imm);
+            self.put(Enc::rr(None, w, &[0x81], ext, r).le(imm, 4));
         }
     }
 
     /// `jcc` to `label` (rel8, widened by [`Asm::finish`] if needed).
     fn jcc(&mut self, cc: Cc, label: usize) {
         self.bytes(&[0x70 | cc as u8, 0]);
-        self.fixups.push(Fixup {
-            at: self.code.len() - 1,
-            label,
-            long: false,
-        });
+        self.link(label);
     }
 
     /// `jmp` to `label` (rel8, widened by [`Asm::finish`] if needed).
     fn jmp(&mut self, label: usize) {
         self.bytes(&[0xeb, 0]);
+        self.link(label);
+    }
+
+    /// Records the short jump just emitted (its displacement byte last).
+    fn link(&mut self, label: usize) {
         self.fixups.push(Fixup {
             at: self.code.len() - 1,
             label,
@@ -287,7 +373,7 @@ impl Asm {
     /// The displacement of jump `f`; `None` if its label is unbound.
     fn displacement(&self, f: Fixup) -> Option<i64> {
         let target = *self.labels.get(f.label)?;
-        if target == usize::MAX {
+        if target == NONE {
             return None;
         }
         let end = f.at + if f.long { 4 } else { 1 };
@@ -301,12 +387,21 @@ impl Asm {
     /// fewest long jumps any assignment could have. `None` if a label is
     /// unbound or the code is too large for 32-bit displacements.
     fn finish(&mut self) -> Option<()> {
+        // Each round patches every jump; the last (nothing to widen) leaves
+        // them all right.
         loop {
             self.grown.clear();
             let mut added = 0;
             for i in 0..self.fixups.len() {
                 let f = self.fixups[i];
-                if !f.long && !fits_i8(self.displacement(f)?) {
+                let rel = self.displacement(f)?;
+                if f.long {
+                    self.code
+                        .get_mut(f.at..f.at + 4)?
+                        .copy_from_slice(&(rel as i32).to_le_bytes());
+                } else if fits_i8(rel) {
+                    *self.code.get_mut(f.at)? = rel as i8 as u8;
+                } else {
                     let start = f.at - 1;
                     let extra = if self.code[start] == 0xeb { 3 } else { 4 };
                     added += extra;
@@ -318,21 +413,7 @@ impl Asm {
             }
             self.widen(added);
         }
-        if self.code.len() > i32::MAX as usize {
-            return None;
-        }
-        for i in 0..self.fixups.len() {
-            let f = self.fixups[i];
-            let rel = self.displacement(f)?;
-            if f.long {
-                self.code
-                    .get_mut(f.at..f.at + 4)?
-                    .copy_from_slice(&(rel as i32).to_le_bytes());
-            } else {
-                *self.code.get_mut(f.at)? = rel as i8 as u8;
-            }
-        }
-        Some(())
+        (self.code.len() <= i32::MAX as usize).then_some(())
     }
 
     /// Rewrites the jumps listed in `self.grown` as `rel32` jumps (`added`
@@ -425,93 +506,25 @@ fn is_packet_load(code: u16) -> bool {
     code & 0x07 == LD && matches!(code & 0xe0, ABS | IND) && code & 0x18 != 0x18
 }
 
-/// For each instruction, whether A's value on entry may be read before it
-/// is overwritten (conservatively true in programs with backward jumps),
-/// into `live` (`prog.len() + 1` entries: the last is the end).
-fn a_live_in(prog: &[Insn], has_backward: bool, live: &mut Vec<bool>) {
-    let len = prog.len();
-    live.clear();
-    live.resize(len + 1, has_backward);
-    if has_backward {
-        return;
-    }
-    for pc in (0..len).rev() {
-        let c = prog[pc].code;
-        let next = live[pc + 1];
-        live[pc] = match c & 0x07 {
-            LD => false,
-            LDX | STX => next,
-            ST | ALU => true,
-            JMP if c & 0xf0 == JA => live.get(ja_target(pc, prog[pc])).copied().unwrap_or(true),
-            JMP => true,
-            RET => c & 0x18 == A,
-            _ => c & 0xf8 == TAX,
-        };
-    }
-}
-
-/// For each instruction, a captured length the packet is known to have
-/// when the instruction runs: every path to it passed an absolute load (or
-/// `ldx 4*([k]&0xf)`) ending at or beyond that length, whose bounds check
-/// would otherwise have rejected the packet. Loads ending within it need no
-/// check. All zeros in programs with backward jumps. Into `known`.
-fn known_lengths(prog: &[Insn], has_backward: bool, known: &mut Vec<u64>) {
-    /// No path reaches the instruction (yet); lengths are below 2^34.
-    const UNREACHED: u64 = u64::MAX;
-    let len = prog.len();
-    known.clear();
-    known.resize(len, if has_backward { 0 } else { UNREACHED });
-    if has_backward {
-        return;
-    }
-    if let Some(first) = known.first_mut() {
-        *first = 0;
-    }
-    for pc in 0..len {
-        let insn = prog[pc];
-        let c = insn.code;
-        if known[pc] == UNREACHED {
-            known[pc] = 0;
-        }
-        let k_in = known[pc];
-        let abs_end = if c & 0x07 == LD && c & 0xe0 == ABS && is_packet_load(c) {
-            Some(u64::from(insn.k) + u64::from(Width::of(c).bytes()))
-        } else if c == LDX | B | MSH {
-            Some(u64::from(insn.k) + 1)
-        } else {
-            None
-        };
-        let out = abs_end.map_or(k_in, |end| k_in.max(end));
-        let mut flow = |to: usize| {
-            if let Some(slot) = known.get_mut(to) {
-                *slot = (*slot).min(out);
-            }
-        };
-        match c & 0x07 {
-            RET => {}
-            JMP if c & 0xf0 == JA => flow(ja_target(pc, insn)),
-            JMP => {
-                let (t, f) = cond_targets(pc, insn);
-                flow(t);
-                flow(f);
-            }
-            ALU if matches!(c & 0xf0, DIV | MOD) && c & X == 0 && insn.k == 0 => {}
-            _ => flow(pc + 1),
-        }
-    }
-}
-
 /// What [`compile`] reuses from one call to the next on a thread (no
 /// allocation once the buffers have grown to the size of the programs
 /// compiled).
-#[derive(Default)]
 struct Scratch {
     asm: Asm,
     plan: Plan,
 }
 
+impl Scratch {
+    const EMPTY: Scratch = Scratch {
+        asm: Asm::EMPTY,
+        plan: Plan::EMPTY,
+    };
+}
+
 thread_local! {
-    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+    /// Borrowed in place by [`compile`] (a compile inside `install` gets
+    /// buffers of its own).
+    static SCRATCH: std::cell::RefCell<Scratch> = const { std::cell::RefCell::new(Scratch::EMPTY) };
 }
 
 /// What [`compile`] hands to its `install` function.
@@ -525,38 +538,65 @@ pub(crate) struct Compiled<'a> {
     pub(crate) reads_packet: bool,
 }
 
+/// Why [`compile`] gave no code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CompileError {
+    /// `sift_bpf::interp::Program::new` refuses the program.
+    NotRunnable,
+    /// The code would be too large for 32-bit jumps.
+    TooLarge,
+}
+
 /// Scratch buffers larger than this (bytes of code) are not kept.
 const SCRATCH_KEEP: usize = 64 * 1024;
 
-/// Compiles a program that `sift_bpf::interp::Program::new` accepted: the
-/// per-packet function, or with `count` the count function (see the
-/// module documentation), and hands it to `install`. Jumps are emitted
-/// short and widened where they do not fit (`Asm::finish`). `None` only if
-/// the code would be too large for 32-bit jumps.
-pub(crate) fn compile<R>(prog: &[Insn], count: bool, install: impl FnOnce(Compiled<'_>) -> R) -> Option<R> {
-    let mut scratch = SCRATCH.with(std::cell::Cell::take).unwrap_or_default();
-    let Scratch { asm, plan } = &mut scratch;
-    let done = plan.fill(prog).and_then(|()| {
-        asm.code.clear();
-        asm.code.reserve(prog.len() * 12 + 96);
-        emit(prog, plan, count, asm);
-        asm.finish()
-    });
-    let done = done.map(|()| {
-        install(Compiled {
-            code: &asm.code,
-            reads_len: plan.reads_len,
-            reads_packet: plan.reads_packet,
-        })
-    });
-    if scratch.asm.code.capacity() <= SCRATCH_KEEP {
-        SCRATCH.with(|s| s.set(Some(scratch)));
-    }
-    done
+/// Compiles `prog`: the per-packet function, or with `count` the count
+/// function (see the module documentation), and hands it to `install`.
+/// The program gets the checks of `sift_bpf::interp::Program::new`
+/// ([`Plan::fill`]: [`CompileError::NotRunnable`] where that refuses it).
+/// Jumps are emitted short and widened where they do not fit
+/// (`Asm::finish`).
+pub(crate) fn compile<R>(
+    prog: &[Insn],
+    count: bool,
+    install: impl FnOnce(Compiled<'_>) -> R,
+) -> Result<R, CompileError> {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let done = compile_with(&mut scratch, prog, count, install);
+            if scratch.asm.code.capacity() > SCRATCH_KEEP {
+                *scratch = Scratch::EMPTY;
+            }
+            done
+        }
+        Err(_) => {
+            let mut fresh = Scratch::EMPTY;
+            compile_with(&mut fresh, prog, count, install)
+        }
+    })
+}
+
+fn compile_with<R>(
+    scratch: &mut Scratch,
+    prog: &[Insn],
+    count: bool,
+    install: impl FnOnce(Compiled<'_>) -> R,
+) -> Result<R, CompileError> {
+    let Scratch { asm, plan } = scratch;
+    plan.fill(prog).ok_or(CompileError::NotRunnable)?;
+    asm.code.clear();
+    asm.code.reserve(prog.len() * 12 + 96);
+    emit(prog, plan, count, asm);
+    asm.finish().ok_or(CompileError::TooLarge)?;
+    Ok(install(Compiled {
+        code: &asm.code,
+        reads_len: plan.reads_len,
+        reads_packet: plan.reads_packet,
+    }))
 }
 
 /// Whether an instruction with opcode `code` reads the X register.
-fn reads_x_register(code: u16) -> bool {
+const fn reads_x_register(code: u16) -> bool {
     match code & 0x07 {
         LD => code & 0xe0 == IND,
         ALU => code & 0xf0 != NEG && code & X != 0,
@@ -568,14 +608,64 @@ fn reads_x_register(code: u16) -> bool {
     }
 }
 
+/// [`OPCODES`]: the opcode is one of `sift_bpf::validate::KNOWN_OPCODES`
+/// (those `sift_bpf::interp::Program::new` runs).
+const KNOWN: u8 = 1;
+/// [`OPCODES`]: the instruction reads X ([`reads_x_register`]).
+const READS_X: u8 = 2;
+/// [`OPCODES`]: the instruction loads packet bytes (`crate::reads_packet`).
+const READS_PACKET: u8 = 4;
+
+/// What [`Plan::fill`] needs to know of an opcode, by opcode (every known
+/// one is below 0x100): one load instead of a test per property.
+const OPCODES: [u8; 256] = {
+    let mut table = [0; 256];
+    let known = sift_bpf::validate::KNOWN_OPCODES;
+    let mut i = 0;
+    while i < known.len() {
+        let c = known[i];
+        table[c as usize] = KNOWN
+            | if reads_x_register(c) { READS_X } else { 0 }
+            | if crate::reads_packet(c) { READS_PACKET } else { 0 };
+        i += 1;
+    }
+    table
+};
+
 /// Whether the instruction returns 0 (`ret #0`).
 fn is_ret0(insn: Insn) -> bool {
     insn.code == RET | K && insn.k == 0
 }
 
-/// What emitting `prog` needs to know about it (its vectors are reused,
+/// What [`Plan::fill`] finds out about one instruction (and, in the entry
+/// after the last, about the end of the program).
+#[derive(Clone, Copy, Debug)]
+struct Info {
+    /// A captured length the packet is known to have when the instruction
+    /// runs: every path to it passed an absolute load (or `ldx
+    /// 4*([k]&0xf)`) ending at or beyond that length, whose bounds check
+    /// would otherwise have rejected the packet. Loads ending within it
+    /// need no check. 0 in programs with backward jumps.
+    known: u64,
+    /// The first instruction after this one that has code of its own (or
+    /// the program's length: reject).
+    next: u32,
+    /// A jump lands here.
+    target: bool,
+    /// A's value on entry may be read before it is overwritten
+    /// (conservatively true in programs with backward jumps).
+    live: bool,
+    /// This packet load compares raw bytes for the jump after it.
+    fused: bool,
+    /// The instruction has code of its own.
+    emitted: bool,
+}
+
+/// No path reaches the instruction (yet); lengths are below 2^34.
+const UNREACHED: u64 = u64::MAX;
+
+/// What emitting `prog` needs to know about it (its vector is reused,
 /// see [`Scratch`]).
-#[derive(Default)]
 struct Plan {
     has_backward: bool,
     /// Scratch words read (bit `k` for `M[k]`): zeroed on entry.
@@ -592,102 +682,171 @@ struct Plan {
     /// Whether the program loads packet bytes (else the count function
     /// prefetches nothing).
     reads_packet: bool,
-    /// Whether each instruction is a jump target (and the end).
-    is_target: Vec<bool>,
-    /// Whether A is live on entry to each instruction (and the end).
-    live: Vec<bool>,
-    /// Bytes known to be captured before each instruction.
-    known: Vec<u64>,
-    /// `fused[pc]`: the load at pc compares raw bytes for the jump at pc + 1.
-    fused: Vec<bool>,
-    /// Whether the instruction at pc has code of its own.
-    emitted: Vec<bool>,
-    /// `next_emitted[pc]`: the first emitted instruction after pc (or reject).
-    next_emitted: Vec<usize>,
     /// The first instruction from which every emitted one is `ret #0` (the
     /// program's length if the last is not): the count function has no
     /// code for them.
     quiet_tail: usize,
+    /// Per instruction, and the end.
+    info: Vec<Info>,
 }
 
 impl Plan {
-    /// Analyses `prog`; `None` if a jump leaves the program.
+    const EMPTY: Plan = Plan {
+        has_backward: false,
+        mem_read: 0,
+        uses_div: false,
+        reads_a_first: false,
+        reads_x: false,
+        reads_len: false,
+        reads_packet: false,
+        quiet_tail: 0,
+        info: Vec::new(),
+    };
+
+    /// Analyses `prog` in two passes: forward, the checks of
+    /// `sift_bpf::interp::Program::new` (`None` where it fails: empty, too
+    /// long, unknown opcode, scratch index >= 16, jump outside the
+    /// program), jump targets, known lengths and what the program uses;
+    /// backward, A's liveness, fused loads and which instructions have
+    /// code.
     fn fill(&mut self, prog: &[Insn]) -> Option<()> {
         let len = prog.len();
-        let reject = len;
-        self.is_target.clear();
-        self.is_target.resize(len + 1, false);
-        let is_target = &mut self.is_target;
+        if len == 0 || len > sift_bpf::interp::MAX_PROGRAM_LEN {
+            return None;
+        }
+        let info = &mut self.info;
+        info.clear();
+        info.resize(
+            len + 1,
+            Info {
+                known: UNREACHED,
+                next: 0,
+                target: false,
+                live: false,
+                fused: false,
+                emitted: false,
+            },
+        );
+        info[0].known = 0;
         let mut has_backward = false;
         let mut mem_read = 0u16;
         let mut uses_div = false;
-        let mut reads_x = false;
         let mut reads_len = false;
-        let mut reads_packet = false;
+        // The opcodes' flags ([`OPCODES`]), or-ed.
+        let mut seen = 0u8;
         for (pc, &insn) in prog.iter().enumerate() {
-            let c = insn.code;
-            reads_packet |= crate::reads_packet(c);
-            reads_x |= reads_x_register(c);
-            reads_len |= matches!(c & 0x07, LD | LDX) && c & 0xe0 == LEN;
+            let (c, k) = (insn.code, insn.k);
+            let flags = OPCODES.get(usize::from(c)).copied().unwrap_or(0);
+            if flags & KNOWN == 0 {
+                return None;
+            }
+            seen |= flags;
+            let known = &mut info[pc].known;
+            if *known == UNREACHED {
+                *known = 0;
+            }
+            let mut out = *known;
+            // The known length flows to where control goes next (`len`:
+            // off the end); a jump's targets are marked.
+            let flow = |info: &mut [Info], t: usize, out: u64| info[t].known = info[t].known.min(out);
             match c & 0x07 {
+                LD | LDX => {
+                    match c & 0xe0 {
+                        LEN => reads_len = true,
+                        MEM if k >= 16 => return None,
+                        MEM => mem_read |= 1 << k,
+                        ABS if c & 0x07 == LD => out = out.max(u64::from(k) + u64::from(Width::of(c).bytes())),
+                        MSH => out = out.max(u64::from(k) + 1),
+                        _ => {}
+                    }
+                    flow(info, pc + 1, out);
+                }
+                ST | STX if k >= 16 => return None,
+                ALU if matches!(c & 0xf0, DIV | MOD) => {
+                    uses_div = true;
+                    if c & X != 0 || k != 0 {
+                        flow(info, pc + 1, out);
+                    }
+                }
+                RET => {}
                 JMP if c & 0xf0 == JA => {
-                    let t = ja_target(pc, insn);
-                    has_backward |= t <= pc;
-                    *is_target.get_mut(t)? = true;
+                    // Signed, as libpcap reads it.
+                    let t = pc as i64 + 1 + i64::from(k as i32);
+                    if t < 0 || t >= len as i64 {
+                        return None;
+                    }
+                    has_backward |= t <= pc as i64;
+                    let t = t as usize;
+                    flow(info, t, out);
+                    info[t].target = true;
                 }
                 JMP => {
                     let (t, f) = cond_targets(pc, insn);
-                    *is_target.get_mut(t)? = true;
-                    *is_target.get_mut(f)? = true;
+                    if t >= len || f >= len {
+                        return None;
+                    }
+                    flow(info, t, out);
+                    flow(info, f, out);
+                    info[t].target = true;
+                    info[f].target = true;
                 }
-                LD | LDX if c & 0xe0 == MEM => mem_read |= 1 << (insn.k & 15),
-                ALU if matches!(c & 0xf0, DIV | MOD) => uses_div = true,
-                _ => {}
+                _ => flow(info, pc + 1, out),
             }
         }
-        a_live_in(prog, has_backward, &mut self.live);
-        known_lengths(prog, has_backward, &mut self.known);
-        let live = &self.live;
-        self.fused.clear();
-        self.fused.resize(len, false);
-        for pc in 0..len.saturating_sub(1) {
-            let (l, j) = (prog[pc], prog[pc + 1]);
-            if !is_packet_load(l.code) || !(j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
-                continue;
-            }
-            let (t, f) = cond_targets(pc + 1, j);
-            let fits = j.code == JMP | JSET | K
-                || u64::from(j.k) < 1u64 << (8 * Width::of(l.code).bytes());
-            if fits && !live[t] && !live[f] {
-                self.fused[pc] = true;
-            }
+        if has_backward {
+            info.iter_mut().for_each(|i| i.known = 0);
         }
-        let (is_target, fused) = (&self.is_target, &self.fused);
-        self.emitted.clear();
-        self.emitted
-            .extend((0..len).map(|pc| pc == 0 || is_target[pc] || !fused[pc - 1]));
-        self.next_emitted.clear();
-        self.next_emitted.resize(len, reject);
+        let reject = len as u32;
+        info[len].live = has_backward;
         let mut following = reject;
-        self.quiet_tail = len;
         let mut quiet = true;
-        for pc in (0..len).rev() {
-            self.next_emitted[pc] = following;
-            if self.emitted[pc] {
-                following = pc;
-                quiet &= is_ret0(prog[pc]);
+        self.quiet_tail = len;
+        // Settles whether instruction `q` has code (in descending order).
+        let mut settle = |info: &mut [Info], q: usize, emitted: bool| {
+            info[q].next = following;
+            info[q].emitted = emitted;
+            if emitted {
+                following = q as u32;
+                quiet &= is_ret0(prog[q]);
                 if quiet {
-                    self.quiet_tail = pc;
+                    self.quiet_tail = q;
                 }
             }
+        };
+        for pc in (0..len).rev() {
+            let insn = prog[pc];
+            let c = insn.code;
+            let live = has_backward
+                || match c & 0x07 {
+                    LD => false,
+                    LDX | STX => info[pc + 1].live,
+                    ST | ALU => true,
+                    JMP if c & 0xf0 == JA => info[ja_target(pc, insn)].live,
+                    JMP => true,
+                    RET => c & 0x18 == A,
+                    _ => c & 0xf8 == TAX,
+                };
+            info[pc].live = live;
+            if let Some(&j) = prog.get(pc + 1) {
+                // A load followed by `jeq #k`/`jset #k` whose targets (both
+                // after it: settled) do not read A.
+                if is_packet_load(c) && (j.code == JMP | JEQ | K || j.code == JMP | JSET | K) {
+                    let (t, f) = cond_targets(pc + 1, j);
+                    let fits = j.code == JMP | JSET | K || u64::from(j.k) < 1u64 << (8 * Width::of(c).bytes());
+                    info[pc].fused = fits && !info[t].live && !info[f].live;
+                }
+                let emitted = info[pc + 1].target || !info[pc].fused;
+                settle(info, pc + 1, emitted);
+            }
         }
+        settle(info, 0, true);
         self.has_backward = has_backward;
         self.mem_read = mem_read;
         self.uses_div = uses_div;
-        self.reads_a_first = live[0];
-        self.reads_x = reads_x;
+        self.reads_a_first = info[0].live;
+        self.reads_x = seen & READS_X != 0;
         self.reads_len = reads_len;
-        self.reads_packet = reads_packet;
+        self.reads_packet = seen & READS_PACKET != 0;
         Some(())
     }
 }
@@ -708,8 +867,7 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
         quiet_tail,
         ..
     } = *plan;
-    let (known, fused, emitted, next_emitted) =
-        (&plan.known, &plan.fused, &plan.emitted, &plan.next_emitted);
+    let info = &plan.info;
     asm.start(len + 4);
     // In the count function a jump to `ret #0` goes to the tail, and the
     // `ret #0` instructions at the end have no code.
@@ -768,32 +926,34 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
     if plan.reads_x {
         asm.mov_ri(RCX, 0);
     }
-    for i in 0..16 {
-        if mem_read & (1 << i) != 0 {
-            // mov dword [rsp - 64 + 4i], 0
-            asm.op_mem(None, false, &[0xc7], 0, scratch(i));
-            asm.imm32(0);
-        }
+    let mut unset = mem_read;
+    while unset != 0 {
+        // mov dword [rsp - 64 + 4i], 0
+        asm.put(Enc::mem(None, false, &[0xc7], 0, scratch(unset.trailing_zeros())).le(0, 4));
+        unset &= unset - 1;
     }
     if has_backward {
         asm.mov_ri(R11, sift_bpf::interp::MAX_BACKWARD_JUMPS);
     }
 
     let end = if count { quiet_tail } else { len };
-    for pc in 0..end {
-        if !emitted[pc] {
+    for (pc, &insn) in prog[..end].iter().enumerate() {
+        let Info {
+            known, fused, emitted, next, ..
+        } = info[pc];
+        if !emitted {
             continue;
         }
         asm.bind(pc);
-        let insn = prog[pc];
         let (c, k) = (insn.code, insn.k);
+        let next = next as usize;
         // (Past `end` the count function has only its tail.)
-        let next = if count && next_emitted[pc] >= end { tail } else { next_emitted[pc] };
+        let next = if count && next >= end { tail } else { next };
         match c & 0x07 {
             LD if is_packet_load(c) => {
                 let width = Width::of(c);
-                let m = packet_operand(asm, c & 0xe0 == IND, k, width.bytes(), known[pc], reject);
-                if fused[pc] {
+                let m = packet_operand(asm, c & 0xe0 == IND, k, width.bytes(), known, reject);
+                if fused {
                     let j = prog[pc + 1];
                     let (t, f) = cond_targets(pc + 1, j);
                     let is_eq = j.code & 0xf0 == JEQ;
@@ -812,11 +972,10 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
                 LEN => asm.mov_rr(RCX, wire),
                 MEM => asm.op_mem(None, false, &[0x8b], RCX, scratch(k)),
                 MSH => {
-                    let m = packet_operand(asm, false, k, 1, known[pc], reject);
+                    let m = packet_operand(asm, false, k, 1, known, reject);
                     asm.op_mem(None, false, &[0x0f, 0xb6], RCX, m); // movzx ecx, byte [m]
                     asm.alu_ri(false, 4, RCX, 0xf);
-                    asm.op_rr(None, false, &[0xc1], 4, RCX); // shl ecx, 2
-                    asm.byte(2);
+                    asm.put(Enc::rr(None, false, &[0xc1], 4, RCX).le(2, 1)); // shl ecx, 2
                 }
                 _ => asm.mov_ri(RCX, k),
             },
@@ -894,7 +1053,7 @@ pub(crate) const SLOT_SIZE: u8 = 16;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
 /// `indexed`; none for an absolute load ending within `known`, see
-/// [`known_lengths`]) and returns the memory operand addressing it.
+/// [`Info::known`]) and returns the memory operand addressing it.
 fn packet_operand(
     asm: &mut Asm,
     indexed: bool,
@@ -991,50 +1150,29 @@ fn load_a(asm: &mut Asm, width: Width, m: Mem) {
 /// Compares (`cmp`) or tests (`test`) the packet bytes at `m` with `k`
 /// converted to network order.
 fn raw_compare(asm: &mut Asm, width: Width, m: Mem, k: u32, is_eq: bool) {
-    match width {
+    // cmp: 0x80 (byte), 0x81 (imm16/32), 0x83 (sign-extended imm8), /7;
+    // test: 0xf6 (byte), 0xf7, /0.
+    let ext = if is_eq { 7 } else { 0 };
+    let (prefix, v, size) = match width {
         Width::B => {
-            asm.op_mem(
-                None,
-                false,
-                &[if is_eq { 0x80 } else { 0xf6 }],
-                if is_eq { 7 } else { 0 },
-                m,
-            );
-            asm.byte(k as u8);
+            asm.put(Enc::mem(None, false, &[if is_eq { 0x80 } else { 0xf6 }], ext, m).le(k, 1));
+            return;
         }
         Width::H => {
             let v = (k as u16).swap_bytes();
-            if is_eq && fits_i8(i64::from(v as i16)) {
-                asm.op_mem(Some(0x66), false, &[0x83], 7, m);
-                asm.byte(v as u8);
-            } else {
-                asm.op_mem(
-                    Some(0x66),
-                    false,
-                    &[if is_eq { 0x81 } else { 0xf7 }],
-                    if is_eq { 7 } else { 0 },
-                    m,
-                );
-                asm.bytes(&v.to_le_bytes());
-            }
+            (Some(0x66), u32::from(v), if is_eq && fits_i8(i64::from(v as i16)) { 1 } else { 2 })
         }
         Width::W => {
             let v = k.swap_bytes();
-            if is_eq && fits_i8(i64::from(v as i32)) {
-                asm.op_mem(None, false, &[0x83], 7, m);
-                asm.byte(v as u8);
-            } else {
-                asm.op_mem(
-                    None,
-                    false,
-                    &[if is_eq { 0x81 } else { 0xf7 }],
-                    if is_eq { 7 } else { 0 },
-                    m,
-                );
-                asm.imm32(v);
-            }
+            (None, v, if is_eq && fits_i8(i64::from(v as i32)) { 1 } else { 4 })
         }
-    }
+    };
+    let opc = match (is_eq, size) {
+        (true, 1) => 0x83,
+        (true, _) => 0x81,
+        _ => 0xf7,
+    };
+    asm.put(Enc::mem(prefix, false, &[opc], ext, m).le(v, size));
 }
 
 /// Sets the flags for a conditional jump on A and returns the condition
@@ -1053,8 +1191,7 @@ fn compare_a(asm: &mut Asm, c: u16, k: u32) -> Cc {
         } else if k <= 0xff {
             asm.bytes(&[0xa8, k as u8]); // test al, imm8
         } else {
-            asm.byte(0xa9); // test eax, imm32
-            asm.imm32(k);
+            asm.put(Enc::EMPTY.b(0xa9).le(k, 4)); // test eax, imm32
         }
     } else {
         asm.alu_ri(false, 7, RAX, k); // cmp eax, k
@@ -1125,11 +1262,9 @@ fn alu(asm: &mut Asm, c: u16, k: u32, reject: usize) {
         XOR => asm.alu_ri(false, 6, RAX, k),
         MUL => {
             if fits_i8(i64::from(k as i32)) {
-                asm.op_rr(None, false, &[0x6b], RAX, RAX);
-                asm.byte(k as u8);
+                asm.put(Enc::rr(None, false, &[0x6b], RAX, RAX).le(k, 1));
             } else {
-                asm.op_rr(None, false, &[0x69], RAX, RAX);
-                asm.imm32(k);
+                asm.put(Enc::rr(None, false, &[0x69], RAX, RAX).le(k, 4));
             }
         }
         DIV | MOD if k == 0 => asm.jmp(reject),
@@ -1151,8 +1286,7 @@ fn alu(asm: &mut Asm, c: u16, k: u32, reject: usize) {
 /// `shl`/`shr eax, n` (`ext` 4 or 5); nothing for 0.
 fn shift_k(asm: &mut Asm, ext: u8, n: u32) {
     if n != 0 {
-        asm.op_rr(None, false, &[0xc1], ext, RAX);
-        asm.byte(n as u8);
+        asm.put(Enc::rr(None, false, &[0xc1], ext, RAX).le(n, 1));
     }
 }
 
@@ -1161,28 +1295,36 @@ mod tests {
     use super::*;
 
     fn asm() -> Asm {
-        Asm {
-            labels: vec![usize::MAX; 1],
-            ..Asm::default()
-        }
+        let mut a = Asm::default();
+        a.start(1);
+        a
     }
 
-    fn known(p: &[Insn], has_backward: bool) -> Vec<u64> {
-        let mut v = Vec::new();
-        known_lengths(p, has_backward, &mut v);
-        v
+    fn plan(p: &[Insn]) -> Plan {
+        let mut plan = Plan::EMPTY;
+        plan.fill(p).expect("runnable");
+        plan
     }
 
-    fn live(p: &[Insn], has_backward: bool) -> Vec<bool> {
-        let mut v = Vec::new();
-        a_live_in(p, has_backward, &mut v);
-        v
+    fn known(p: &[Insn]) -> Vec<u64> {
+        plan(p).info[..p.len()].iter().map(|i| i.known).collect()
+    }
+
+    fn live(p: &[Insn]) -> Vec<bool> {
+        plan(p).info.iter().map(|i| i.live).collect()
+    }
+
+    /// `ld #0; ja -2` after `p` (a backward jump that never runs).
+    fn with_loop(p: &[Insn]) -> Vec<Insn> {
+        let mut p = p.to_vec();
+        p.extend([Insn::stmt(LD | IMM, 0), Insn::stmt(JMP | JA, -2i32 as u32)]);
+        p
     }
 
     #[test]
     fn jumps_that_fit_get_rel8_and_the_rest_moves() {
-        let mut a = asm();
-        a.labels = vec![usize::MAX; 3];
+        let mut a = Asm::default();
+        a.start(3);
         a.bind(0); // 0
         a.byte(0x90);
         a.jcc(Cc::E, 1); // short: over the nop
@@ -1289,15 +1431,15 @@ mod tests {
             Insn::stmt(LDX | B | MSH, 14),          // 6: 24
             Insn::stmt(RET | K, 1),                 // 7: 24
         ];
-        assert_eq!(known(&p, false), [0, 14, 14, 24, 14, 14, 24, 24]);
-        assert_eq!(known(&p, true), [0; 8]);
+        assert_eq!(known(&p), [0, 14, 14, 24, 14, 14, 24, 24]);
+        assert_eq!(known(&with_loop(&p)), [0; 10]);
         // div #0 ends the run: nothing flows to the next instruction.
         let q = [
             Insn::stmt(LD | W | ABS, 100),
             Insn::stmt(ALU | DIV | K, 0),
             Insn::stmt(RET | A, 0),
         ];
-        assert_eq!(known(&q, false), [0, 104, 0]);
+        assert_eq!(known(&q), [0, 104, 0]);
     }
 
     #[test]
@@ -1308,7 +1450,7 @@ mod tests {
             Insn::stmt(RET | K, 1),
             Insn::stmt(RET | A, 0),
         ];
-        assert_eq!(live(&p, false), [false, true, false, true, false]);
-        assert_eq!(live(&p, true), [true; 5]);
+        assert_eq!(live(&p), [false, true, false, true, false]);
+        assert_eq!(live(&with_loop(&p)), [true; 7]);
     }
 }

@@ -117,8 +117,7 @@ struct Ctx {
 
 impl Ctx {
     fn new_label(&mut self) -> usize {
-        self.asm.labels.push(usize::MAX);
-        self.asm.labels.len() - 1
+        self.asm.new_label()
     }
 
     /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
