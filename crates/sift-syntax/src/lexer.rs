@@ -882,7 +882,7 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     if let Some((l, _)) = kw {
         consider(l, Rule::Keyword);
     }
-    if b"+-*/%:[]!<>()&|^=".iter().any(|&p| p == c) {
+    if b"+-*/%:[]!<>()&|^=".contains(&c) {
         consider(1, Rule::Punct1);
     }
     if matches!(two, b">=" | b"<=" | b"!=" | b"==" | b"<<" | b">>") {

@@ -225,7 +225,7 @@ impl Lowerer<'_> {
             TunnelKind::Vxlan => Pred::True,
             TunnelKind::Geneve => {
                 // The block runs when the test held.
-                let entry = std::mem::replace(&mut self.tunnel_state, Vec::new());
+                let entry = std::mem::take(&mut self.tunnel_state);
                 self.tunnel_state = with(&entry, id, Known::Ran);
                 let b = self.in_tunnel_cases(&mut |cx| Ok(cx.geneve_block_loads(id)));
                 self.tunnel_state = entry;
