@@ -84,20 +84,30 @@ fn rand_guarded(r: &mut Rng, depth: u32) -> Pred {
     }
 }
 
+/// Asserts that `p` and its optimized form `o` give the same verdict on
+/// `tries` random packets (bytes 0-3) of each length below `lens`, where an
+/// abort rejects; `case` names the case in the message.
+fn assert_same_verdicts(r: &mut Rng, p: &Pred, o: &Pred, lens: usize, tries: usize, case: &str) {
+    for len in 0..lens {
+        for _ in 0..tries {
+            let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
+            let pkt = PacketView { data: &data, wire_len: len as u32 };
+            assert_eq!(
+                eval_pred(p, pkt).unwrap_or(false),
+                eval_pred(o, pkt).unwrap_or(false),
+                "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
+            );
+        }
+    }
+}
+
 #[test]
 fn random_predicates_keep_results_and_aborts() {
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
     for case in 0..4000 {
         let p = if case % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 3) };
         let o = optimize(&p);
-        for len in 0..8usize {
-            for _ in 0..6 {
-                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
-                let pkt = PacketView { data: &data, wire_len: len as u32 };
-                let (a, b) = (eval_pred(&p, pkt).unwrap_or(false), eval_pred(&o, pkt).unwrap_or(false));
-                assert_eq!(a, b, "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}");
-            }
-        }
+        assert_same_verdicts(&mut r, &p, &o, 8, 6, &case.to_string());
     }
 }
 
@@ -109,14 +119,7 @@ fn random_predicates_under_not_keep_results() {
     for case in 0..3000 {
         let p = Pred::Not(Box::new(if case % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 3) }));
         let o = optimize(&p);
-        for len in 0..8usize {
-            for _ in 0..6 {
-                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
-                let pkt = PacketView { data: &data, wire_len: len as u32 };
-                let (a, b) = (eval_pred(&p, pkt).unwrap_or(false), eval_pred(&o, pkt).unwrap_or(false));
-                assert_eq!(a, b, "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}");
-            }
-        }
+        assert_same_verdicts(&mut r, &p, &o, 8, 6, &case.to_string());
     }
 }
 
@@ -132,15 +135,7 @@ fn each_pass_alone_keeps_results() {
         let p = rand_guarded(&mut r, 3);
         for opts in &all {
             let o = optimize_with(&p, opts);
-            for len in 0..8usize {
-                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
-                let pkt = PacketView { data: &data, wire_len: len as u32 };
-                assert_eq!(
-                    eval_pred(&p, pkt).unwrap_or(false),
-                    eval_pred(&o, pkt).unwrap_or(false),
-                    "case {case} {opts:?} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
-                );
-            }
+            assert_same_verdicts(&mut r, &p, &o, 8, 1, &format!("{case} {opts:?}"));
         }
     }
 }
@@ -169,15 +164,7 @@ fn distribution_drops_alternatives_an_earlier_test_rules_out() {
     for case in 0..3000 {
         let p = rand_pre_guarded(&mut r, 2);
         for o in [optimize_with(&p, &factor_only), optimize(&p)] {
-            for len in 0..6usize {
-                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
-                let pkt = PacketView { data: &data, wire_len: len as u32 };
-                assert_eq!(
-                    eval_pred(&p, pkt).unwrap_or(false),
-                    eval_pred(&o, pkt).unwrap_or(false),
-                    "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
-                );
-            }
+            assert_same_verdicts(&mut r, &p, &o, 6, 1, &case.to_string());
         }
     }
     // `tcp[…]` is IPv4 only: its `ip` test comes before the `tcp` test's
@@ -208,17 +195,7 @@ fn set_facts_keep_results() {
     for case in 0..4000 {
         let p = rand_sets(&mut r, 3);
         let o = optimize(&p);
-        for len in 0..3usize {
-            for _ in 0..8 {
-                let data: Vec<u8> = (0..len).map(|_| r.below(4) as u8).collect();
-                let pkt = PacketView { data: &data, wire_len: len as u32 };
-                assert_eq!(
-                    eval_pred(&p, pkt).unwrap_or(false),
-                    eval_pred(&o, pkt).unwrap_or(false),
-                    "case {case} on {data:?}\noriginal:\n{p}\noptimized:\n{o}"
-                );
-            }
-        }
+        assert_same_verdicts(&mut r, &p, &o, 3, 8, &case.to_string());
     }
     // A set known to hold decides a later test of it, alternative by
     // alternative (each one failed rules its constant out).
