@@ -41,15 +41,15 @@ impl Lowerer<'_> {
                 // `ip or arp or rarp`, flattened as `or` does, in one vector.
                 let per_proto = if dir == Dir::Or { 2 } else { 1 };
                 let mut v = Vec::with_capacity(3 * per_proto);
-                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::IP, 12, 16)?;
-                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::ARP, 14, 24)?;
-                self.hostop_or_operands(&mut v, addr, mask, dir, ethertype::REVARP, 14, 24)?;
+                for family in [HOST_IP, HOST_ARP, HOST_RARP] {
+                    self.hostop_or_operands(&mut v, addr, mask, dir, family)?;
+                }
                 Ok(Pred::Or(v))
             }
             Some(ProtoQual::Link) => self.err(format!("link-layer modifier applied to {what}")),
-            Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, ethertype::IP, 12, 16),
-            Some(ProtoQual::Rarp) => self.hostop(addr, mask, dir, ethertype::REVARP, 14, 24),
-            Some(ProtoQual::Arp) => self.hostop(addr, mask, dir, ethertype::ARP, 14, 24),
+            Some(ProtoQual::Ip) => self.hostop(addr, mask, dir, HOST_IP),
+            Some(ProtoQual::Rarp) => self.hostop(addr, mask, dir, HOST_RARP),
+            Some(ProtoQual::Arp) => self.hostop(addr, mask, dir, HOST_ARP),
             // Only IPv4 prefixes and masks get here (DECnet addresses and
             // numbers are handled before): master rejects them, 1.10.3
             // compared the low 16 bits as a DECnet address.
@@ -68,45 +68,27 @@ impl Lowerer<'_> {
     }
 
     /// `gen_hostop`: the link-type test, then the (masked) 32-bit address at
-    /// `src_off` or `dst_off` of the network layer.
-    fn hostop(
-        &self,
-        addr: u32,
-        mask: u32,
-        dir: Dir,
-        ll_proto: u32,
-        src_off: u32,
-        dst_off: u32,
-    ) -> Result<Pred> {
-        let one = |off: u32| self.hostop_one(addr, mask, ll_proto, off);
+    /// the family's source or destination offset in the network layer.
+    fn hostop(&self, addr: u32, mask: u32, dir: Dir, family: HostFamily) -> Result<Pred> {
+        let one = |off: u32| self.hostop_one(addr, mask, family.ll_proto, off);
         match dir {
-            Dir::Src => one(src_off),
-            Dir::Dst => one(dst_off),
-            Dir::And => Ok(one(src_off)?.and(one(dst_off)?)),
-            Dir::Or => Ok(one(src_off)?.or(one(dst_off)?)),
+            Dir::Src => one(family.src_off),
+            Dir::Dst => one(family.dst_off),
+            Dir::And => Ok(one(family.src_off)?.and(one(family.dst_off)?)),
+            Dir::Or => Ok(one(family.src_off)?.or(one(family.dst_off)?)),
             Dir::Wlan(d) => self.err(not_for_addresses(d)),
         }
     }
 
     /// [`hostop`](Self::hostop) as the operands it adds to a disjunction
     /// (`x or hostop(...)`), pushed to `out`.
-    #[allow(clippy::too_many_arguments)]
-    fn hostop_or_operands(
-        &self,
-        out: &mut Vec<Pred>,
-        addr: u32,
-        mask: u32,
-        dir: Dir,
-        ll_proto: u32,
-        src_off: u32,
-        dst_off: u32,
-    ) -> Result<()> {
+    fn hostop_or_operands(&self, out: &mut Vec<Pred>, addr: u32, mask: u32, dir: Dir, family: HostFamily) -> Result<()> {
         match dir {
             Dir::Or => {
-                out.push(self.hostop_one(addr, mask, ll_proto, src_off)?);
-                out.push(self.hostop_one(addr, mask, ll_proto, dst_off)?);
+                out.push(self.hostop_one(addr, mask, family.ll_proto, family.src_off)?);
+                out.push(self.hostop_one(addr, mask, family.ll_proto, family.dst_off)?);
             }
-            _ => out.push(self.hostop(addr, mask, dir, ll_proto, src_off, dst_off)?),
+            _ => out.push(self.hostop(addr, mask, dir, family)?),
         }
         Ok(())
     }
@@ -509,3 +491,22 @@ mod tests {
         assert_eq!(hid_value(0xc0a8_0100, 3), (0xc0a8_0100, 0xffff_ff00));
     }
 }
+
+/// Where an IPv4 address sits for one link-layer protocol (`gen_hostop`'s
+/// arguments besides the address).
+#[derive(Clone, Copy)]
+struct HostFamily {
+    /// The link-layer protocol (ethertype) tested first.
+    ll_proto: u32,
+    /// Offset of the source address in the network layer.
+    src_off: u32,
+    /// Offset of the destination address in the network layer.
+    dst_off: u32,
+}
+
+/// IPv4: addresses at 12 and 16.
+const HOST_IP: HostFamily = HostFamily { ll_proto: ethertype::IP, src_off: 12, dst_off: 16 };
+/// ARP: sender and target protocol addresses at 14 and 24.
+const HOST_ARP: HostFamily = HostFamily { ll_proto: ethertype::ARP, src_off: 14, dst_off: 24 };
+/// RARP: as ARP.
+const HOST_RARP: HostFamily = HostFamily { ll_proto: ethertype::REVARP, src_off: 14, dst_off: 24 };
