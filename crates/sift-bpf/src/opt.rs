@@ -425,9 +425,10 @@ impl NotFilter {
         self
     }
 
-    /// Whether "`v != k`" may be in the filter (false: it is not).
-    fn may_hold(&self, v: Known, k: u32) -> bool {
-        let (word, bit) = NotFilter::bit(value_bit(v), k);
+    /// Whether "`v != k`" may be in the filter (false: it is not), `v`
+    /// given by its [`value_bit`].
+    fn may_hold(&self, value_bit: u64, k: u32) -> bool {
+        let (word, bit) = NotFilter::bit(value_bit, k);
         self.0[word] & bit != 0
     }
 }
@@ -473,19 +474,18 @@ impl FactArena {
         self.node(f.0).map_or(0, |n| n.len as usize)
     }
 
-    /// The facts of `f` about `v`, newest first.
-    fn about(&self, f: Facts, v: Known) -> impl Iterator<Item = &Fact> + '_ {
-        let bit = value_bit(v);
+    /// The facts of `f` about `v` (its [`value_bit`] is `bit`), newest
+    /// first.
+    fn about(&self, f: Facts, v: Known, bit: u64) -> impl Iterator<Item = &Fact> + '_ {
         std::iter::successors(self.node(f.0), |n| self.node(n.next))
             .take_while(move |n| n.values & bit != 0)
             .filter(move |n| n.fact.0 == v)
             .map(|n| &n.fact.1)
     }
 
-    /// The facts of `f` about `v` other than [`Fact::only_not`] ones,
-    /// newest first.
-    fn strong_about(&self, f: Facts, v: Known) -> impl Iterator<Item = &Fact> + '_ {
-        let bit = value_bit(v);
+    /// The facts of `f` about `v` (its [`value_bit`] is `bit`) other than
+    /// [`Fact::only_not`] ones, newest first.
+    fn strong_about(&self, f: Facts, v: Known, bit: u64) -> impl Iterator<Item = &Fact> + '_ {
         let strong_head = |i: u32| self.node(i).and_then(|n| self.node(n.strong_head));
         std::iter::successors(strong_head(f.0), move |n| strong_head(n.next))
             .take_while(move |n| n.strong & bit != 0)
@@ -494,9 +494,9 @@ impl FactArena {
     }
 
     /// Whether `f` may hold "`v != k`" as a [`Fact::only_not`] fact
-    /// (false: it certainly does not).
-    fn may_hold_not(&self, f: Facts, v: Known, k: u32) -> bool {
-        self.node(f.0).is_some_and(|n| n.nots.may_hold(v, k))
+    /// (false: it certainly does not), `v` given by its [`value_bit`].
+    fn may_hold_not(&self, f: Facts, value_bit: u64, k: u32) -> bool {
+        self.node(f.0).is_some_and(|n| n.nots.may_hold(value_bit, k))
     }
 
     /// `list` with `fact` on top (no shortening).
@@ -568,9 +568,10 @@ impl FactArena {
     }
 
     fn contains(&self, list: Facts, f: &(Known, Fact)) -> bool {
+        let bit = value_bit(f.0);
         match f.1.only_not() {
-            Some(k) => self.may_hold_not(list, f.0, k) && self.about(list, f.0).any(|g| *g == f.1),
-            None => self.strong_about(list, f.0).any(|g| *g == f.1),
+            Some(k) => self.may_hold_not(list, bit, k) && self.about(list, f.0, bit).any(|g| *g == f.1),
+            None => self.strong_about(list, f.0, bit).any(|g| *g == f.1),
         }
     }
 
@@ -635,7 +636,7 @@ impl FactArena {
 
     /// `list` without the facts about `v`.
     fn without(&mut self, list: Facts, v: Known) -> Facts {
-        if self.about(list, v).next().is_none() {
+        if self.about(list, v, value_bit(v)).next().is_none() {
             return list;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
@@ -751,12 +752,13 @@ impl State {
             return None;
         }
         let size = code & 0x18;
+        // (The cases are disjoint; the most common first.)
         Some(match code {
-            _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
-            _ if code == LD | W | LEN || code == LDX | W | LEN => (Known::Len, true),
             _ if code & 0xe7 == LD | ABS && size != 0x18 => {
                 (Known::Abs(size, k), u64::from(k) + bytes(size) <= self.min_len)
             }
+            _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
+            _ if code == LD | W | LEN || code == LDX | W | LEN => (Known::Len, true),
             _ if code == LDX | B | MSH => (Known::HeaderLen(k), u64::from(k) < self.min_len),
             _ if code == LD | MEM || code == LDX | MEM => (Known::Mem(k), true),
             _ if code & 0xe7 == LD | IND && size != 0x18 => {
@@ -772,6 +774,15 @@ impl State {
     fn apply(&mut self, insn: Insn, arena: &mut FactArena) {
         use op::*;
         let code = insn.code;
+        // The most common instruction, `ld`/`ldh`/`ldb [k]`, first (what
+        // the general case below does with it).
+        if code & 0xe7 == LD | ABS && code & 0x18 != 0x18 {
+            let size = code & 0x18;
+            self.min_len = self.min_len.max(u64::from(insn.k) + bytes(size));
+            self.a_mem = 0;
+            self.a = Some(Known::Abs(size, insn.k));
+            return;
+        }
         let bit = || 1u16.checked_shl(insn.k).unwrap_or(0);
         match code & 0x07 {
             LD | LDX => {
@@ -870,11 +881,16 @@ impl State {
         if let Known::Imm(c) = a {
             return Some(holds(code, c, k));
         }
+        // No fact about A at all (every walk below starts at the head).
+        let bit = value_bit(a);
+        if arena.node(self.facts.0).is_none_or(|n| n.values & bit == 0) {
+            return None;
+        }
         // "A != q" decides nothing but `jeq #q`.
-        if code & 0xf0 == op::JEQ && arena.may_hold_not(self.facts, a, k) {
-            arena.about(self.facts, a).find_map(|f| f.decide(code, k))
+        if code & 0xf0 == op::JEQ && arena.may_hold_not(self.facts, bit, k) {
+            arena.about(self.facts, a, bit).find_map(|f| f.decide(code, k))
         } else {
-            arena.strong_about(self.facts, a).find_map(|f| f.decide(code, k))
+            arena.strong_about(self.facts, a, bit).find_map(|f| f.decide(code, k))
         }
     }
 }
