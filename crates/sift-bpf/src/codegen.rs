@@ -490,6 +490,12 @@ impl Gen {
     /// operand form, `k` and whether the operands were swapped; `None` if
     /// both sides are constants.
     fn test_items(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
+        // The most common test, a constant-offset load against a constant
+        // with nothing cached: what the general case below emits for it.
+        if let (Value::Load { size, index: None, offset }, Value::Const(k), true) = (&t.lhs, &t.rhs, self.slots.is_empty()) {
+            items.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::ABS, *offset)));
+            return Ok(Some((op::K, *k, false)));
+        }
         Ok(Some(match (fold(&t.lhs), fold(&t.rhs)) {
             (Some(_), Some(_)) => return Ok(None),
             (_, Some(k)) => {
