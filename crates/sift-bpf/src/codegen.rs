@@ -496,6 +496,11 @@ impl Gen {
             items.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::ABS, *offset)));
             return Ok(Some((op::K, *k, false)));
         }
+        self.test_items_general(t, items)
+    }
+
+    /// [`Gen::test_items`] without its first case.
+    fn test_items_general(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
         Ok(Some(match (fold(&t.lhs), fold(&t.rhs)) {
             (Some(_), Some(_)) => return Ok(None),
             (_, Some(k)) => {
@@ -1357,6 +1362,29 @@ mod tests {
     }
     fn d(p: &Pred) -> String {
         dump_d(&compile_default(p))
+    }
+
+    /// `Gen::test_items`'s first case (a constant-offset load against a
+    /// constant, nothing cached) emits what its general case emits.
+    #[test]
+    fn the_common_test_shortcut_agrees_with_the_general_case() {
+        let mut seed = 3u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        for _ in 0..3000 {
+            let size = [Size::Byte, Size::Half, Size::Word][next(3) as usize];
+            let offset = [next(64) as u32, next(1 << 31) as u32][next(2) as usize];
+            let k = [next(256) as u32, (next(1 << 32)) as u32][next(2) as usize];
+            let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][next(4) as usize];
+            let t = Test { lhs: ld(size, offset), op, rhs: Value::Const(k) };
+            let mut g = Gen::default();
+            let (mut fast, mut general) = (Vec::new(), Vec::new());
+            let a = g.test_items(&t, &mut fast).unwrap();
+            let b = g.test_items_general(&t, &mut general).unwrap();
+            assert_eq!((a, format!("{fast:?}")), (b, format!("{general:?}")), "{t:?}");
+        }
     }
 
     #[test]

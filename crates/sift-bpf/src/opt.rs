@@ -783,6 +783,13 @@ impl State {
             self.a = Some(Known::Abs(size, insn.k));
             return;
         }
+        self.apply_general(insn, arena);
+    }
+
+    /// [`State::apply`] without its first case.
+    fn apply_general(&mut self, insn: Insn, arena: &mut FactArena) {
+        use op::*;
+        let code = insn.code;
         let bit = || 1u16.checked_shl(insn.k).unwrap_or(0);
         match code & 0x07 {
             LD | LDX => {
@@ -2070,6 +2077,40 @@ mod tests {
         }
         body.extend([s(RET | K, 9), s(RET | K, 0)]);
         body
+    }
+
+    /// `State::decide` (which returns at once when the list's head says it
+    /// has no fact about A, and walks only the facts that may decide) finds
+    /// what a walk through every fact about A finds; and `State::apply`'s
+    /// first case (`ld [k]`) does what its general case does.
+    #[test]
+    fn shortcuts_of_decide_and_apply_agree_with_the_general_case() {
+        let mut seed = 11;
+        let (mut decided, mut loads) = (0, 0);
+        for round in 0..2000 {
+            let p = random_program(&mut seed, 8 + round % 24);
+            let mut an = Analysis::with_capacity(p.len());
+            an.update(&p);
+            for st in an.before.iter().flatten() {
+                for &t in p.iter().filter(|t| is_cond(t.code)) {
+                    let walk = match st.a {
+                        _ if t.code & X != 0 || always(t.code, t.k).is_some() => st.decide(t, &an.arena),
+                        Some(Known::Imm(_)) | None => st.decide(t, &an.arena),
+                        Some(a) => an.arena.iter(st.facts).filter(|f| f.0 == a).find_map(|f| f.1.decide(t.code, t.k)),
+                    };
+                    decided += usize::from(walk.is_some());
+                    assert_eq!(st.decide(t, &an.arena), walk, "{p:?} {st:?} {t:?}");
+                }
+                for &l in p.iter().filter(|l| l.code & 0x07 == LD) {
+                    let (mut fast, mut general) = (*st, *st);
+                    fast.apply(l, &mut an.arena);
+                    general.apply_general(l, &mut an.arena);
+                    loads += 1;
+                    assert_eq!(format!("{fast:?}"), format!("{general:?}"), "{l:?}");
+                }
+            }
+        }
+        assert!(decided > 1000 && loads > 1000, "{decided} {loads}");
     }
 
     /// The cheap test of threading agrees with following the edge: when
