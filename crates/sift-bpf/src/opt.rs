@@ -1321,6 +1321,10 @@ fn edge_may_move(prog: &[Insn], an: &Analysis, pc: usize, taken: bool) -> bool {
     let (Some(s), jump) = (an.before[pc].as_ref(), prog[pc]) else { return false };
     let start = pc + 1 + usize::from(if taken { jump.jt } else { jump.jf });
     let Some(&insn) = prog.get(start) else { return false };
+    // (Most edges land on a `ret`, which is neither a jump nor a load.)
+    if insn.code & 0x07 == op::RET {
+        return false;
+    }
     if insn.code == op::JMP | op::JA || is_cond(insn.code) && insn.jt == insn.jf {
         return true;
     }
