@@ -803,8 +803,22 @@ fn cheap_compound(v: &Value) -> bool {
             // `ldxb 4*([k]&0xf); ld [x + k]`, or a constant index.
             matches!(**i, Value::Const(_)) || header_len_offset(peel(i, *offset).0).is_some()
         }
-        _ => header_len_offset(v).is_some(),
+        // One instruction and an ALU one at most (`ld [k]; and #m`: a
+        // masked address): what `Gen::compute` emits for them.
+        Value::Neg(a) => single(a),
+        Value::Bin(bop, l, r) => {
+            single(l) && fold(r).is_some()
+                || single(r) && fold(l).is_some() && commutative(*bop)
+                || header_len_offset(v).is_some()
+        }
+        _ => false,
     }
+}
+
+/// Is `v` computed by one instruction (a constant, the length, a
+/// constant-offset load)?
+fn single(v: &Value) -> bool {
+    matches!(v, Value::Const(_) | Value::Len | Value::Load { index: None, .. })
 }
 
 /// Whether a test of `p` compares a value that is not [`cheap`] (one that
@@ -1362,6 +1376,41 @@ mod tests {
     }
     fn d(p: &Pred) -> String {
         dump_d(&compile_default(p))
+    }
+
+    /// What `cheap` says is cheap takes fewer than `MIN_CACHED_COST`
+    /// instructions (so `Gen::plan_cache` may skip it: it would not cache
+    /// it, nor look inside).
+    #[test]
+    fn cheap_values_are_shorter_than_a_cached_one() {
+        fn random_value(next: &mut impl FnMut(u64) -> u64, depth: u32) -> Value {
+            let leaf = depth == 0 || next(3) == 0;
+            match next(if leaf { 3 } else { 6 }) {
+                0 => Value::Const([0, 2, 4, 0xf, 0x1fff, 0xffff_ff00][next(6) as usize]),
+                1 => Value::Len,
+                2 => ld([Size::Byte, Size::Half, Size::Word][next(3) as usize], next(1500) as u32),
+                3 => Value::Neg(Box::new(random_value(next, depth - 1))),
+                4 => Value::load_indexed(Size::Byte, random_value(next, depth - 1), next(64) as u32),
+                _ => {
+                    let bop = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::And, BinOp::Or, BinOp::Shl][next(7) as usize];
+                    Value::Bin(bop, Box::new(random_value(next, depth - 1)), Box::new(random_value(next, depth - 1)))
+                }
+            }
+        }
+        let mut seed = 9u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        let mut cheap_compounds = 0;
+        for _ in 0..20_000 {
+            let v = random_value(&mut next, 3);
+            if cheap(&v) && !aborts(&v) {
+                cheap_compounds += usize::from(!single(&v));
+                assert!(Gen::default().cost(&v) < MIN_CACHED_COST, "{v:?}");
+            }
+        }
+        assert!(cheap_compounds > 1000, "{cheap_compounds}");
     }
 
     /// `Gen::test_items`'s first case (a constant-offset load against a
