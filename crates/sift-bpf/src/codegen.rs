@@ -492,11 +492,25 @@ impl Gen {
     /// operand form, `k` and whether the operands were swapped; `None` if
     /// both sides are constants.
     fn test_items(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
-        // The most common test, a constant-offset load against a constant
-        // with nothing cached: what the general case below emits for it.
-        if let (Value::Load { size, index: None, offset }, Value::Const(k), true) = (&t.lhs, &t.rhs, self.slots.is_empty()) {
-            items.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::ABS, *offset)));
-            return Ok(Some((op::K, *k, false)));
+        // The most common tests, a constant-offset load, maybe with a
+        // constant operation (a mask), against a constant with nothing
+        // cached: what the general case below emits for them.
+        if let (Value::Const(k), true) = (&t.rhs, self.slots.is_empty()) {
+            let load = |size: Size, offset: u32| Item::Insn(Insn::stmt(op::LD | size_code(size) | op::ABS, offset));
+            match &t.lhs {
+                Value::Load { size, index: None, offset } => {
+                    items.push(load(*size, *offset));
+                    return Ok(Some((op::K, *k, false)));
+                }
+                Value::Bin(bop, l, r) => {
+                    if let (Value::Load { size, index: None, offset }, Value::Const(m)) = (&**l, &**r) {
+                        items.push(load(*size, *offset));
+                        alu_k(*bop, *m, items);
+                        return Ok(Some((op::K, *k, false)));
+                    }
+                }
+                _ => {}
+            }
         }
         self.test_items_general(t, items)
     }
@@ -1447,8 +1461,9 @@ mod tests {
         assert!(cheap_compounds > 1000 && plain > 1000, "{cheap_compounds} {plain}");
     }
 
-    /// `Gen::test_items`'s first case (a constant-offset load against a
-    /// constant, nothing cached) emits what its general case emits.
+    /// `Gen::test_items`'s first cases (a constant-offset load, maybe with
+    /// a constant operation, against a constant, nothing cached) emit what
+    /// its general case emits.
     #[test]
     fn the_common_test_shortcut_agrees_with_the_general_case() {
         let mut seed = 3u64;
@@ -1461,7 +1476,13 @@ mod tests {
             let offset = [next(64) as u32, next(1 << 31) as u32][next(2) as usize];
             let k = [next(256) as u32, (next(1 << 32)) as u32][next(2) as usize];
             let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][next(4) as usize];
-            let t = Test { lhs: ld(size, offset), op, rhs: Value::Const(k) };
+            let bop = [BinOp::And, BinOp::Add, BinOp::Shl, BinOp::Shr, BinOp::Mul, BinOp::Div, BinOp::Mod][next(7) as usize];
+            let m = [0, 1, 31, 32, 0xffff_ff00, u32::MAX][next(6) as usize];
+            let lhs = match next(2) {
+                0 => ld(size, offset),
+                _ => Value::Bin(bop, Box::new(ld(size, offset)), Box::new(Value::Const(m))),
+            };
+            let t = Test { lhs, op, rhs: Value::Const(k) };
             let mut g = Gen::default();
             let (mut fast, mut general) = (Vec::new(), Vec::new());
             let a = g.test_items(&t, &mut fast).unwrap();
