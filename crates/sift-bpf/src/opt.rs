@@ -757,15 +757,15 @@ impl State {
             _ if code & 0xe7 == LD | ABS && size != 0x18 => {
                 (Known::Abs(size, k), u64::from(k) + bytes(size) <= self.min_len)
             }
-            _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
-            _ if code == LD | W | LEN || code == LDX | W | LEN => (Known::Len, true),
-            _ if code == LDX | B | MSH => (Known::HeaderLen(k), u64::from(k) < self.min_len),
-            _ if code == LD | MEM || code == LDX | MEM => (Known::Mem(k), true),
             _ if code & 0xe7 == LD | IND && size != 0x18 => {
                 let Some(Known::HeaderLen(h)) = self.x else { return None };
                 let end = u64::from(k) + bytes(size);
                 (Known::Ind(size, k, h), self.ind_len.iter().any(|&(g, e)| g == h && end <= e))
             }
+            _ if code == LDX | B | MSH => (Known::HeaderLen(k), u64::from(k) < self.min_len),
+            _ if code == LD | IMM || code == LDX | IMM => (Known::Imm(k), true),
+            _ if code == LD | W | LEN || code == LDX | W | LEN => (Known::Len, true),
+            _ if code == LD | MEM || code == LDX | MEM => (Known::Mem(k), true),
             _ => return None,
         })
     }
