@@ -509,6 +509,16 @@ impl Gen {
                         return Ok(Some((op::K, *k, false)));
                     }
                 }
+                // `[x + k]` with X the IPv4 header length (at most 60, so
+                // no guard unless `k` is near the last offset).
+                Value::Load { size, index: Some(i), offset } if fold(i).is_none() => {
+                    let (i, offset) = peel(i, *offset);
+                    if let (Some(at), true) = (header_len_offset(i), offset + u64::from(size.bytes()) + 60 <= LAST_OFFSET + 1) {
+                        items.push(Item::Insn(Insn::stmt(op::LDX | op::B | op::MSH, at)));
+                        items.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, offset as u32)));
+                        return Ok(Some((op::K, *k, false)));
+                    }
+                }
                 _ => {}
             }
         }
@@ -1462,8 +1472,9 @@ mod tests {
     }
 
     /// `Gen::test_items`'s first cases (a constant-offset load, maybe with
-    /// a constant operation, against a constant, nothing cached) emit what
-    /// its general case emits.
+    /// a constant operation, or an `[x + k]` load indexed by the IPv4
+    /// header length, against a constant, nothing cached) emit what its
+    /// general case emits.
     #[test]
     fn the_common_test_shortcut_agrees_with_the_general_case() {
         let mut seed = 3u64;
@@ -1478,9 +1489,22 @@ mod tests {
             let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][next(4) as usize];
             let bop = [BinOp::And, BinOp::Add, BinOp::Shl, BinOp::Shr, BinOp::Mul, BinOp::Div, BinOp::Mod][next(7) as usize];
             let m = [0, 1, 31, 32, 0xffff_ff00, u32::MAX][next(6) as usize];
-            let lhs = match next(2) {
+            // The IPv4 header length, `4*([14]&0xf)` in one of its forms.
+            let hlen = |next: &mut dyn FnMut(u64) -> u64| {
+                let nibble = Value::Bin(BinOp::And, Box::new(ld(Size::Byte, 14)), Box::new(Value::Const(0xf)));
+                let times4 = [(BinOp::Mul, 4), (BinOp::Shl, 2)][next(2) as usize];
+                Value::Bin(times4.0, Box::new(nibble), Box::new(Value::Const(times4.1)))
+            };
+            let lhs = match next(4) {
                 0 => ld(size, offset),
-                _ => Value::Bin(bop, Box::new(ld(size, offset)), Box::new(Value::Const(m))),
+                1 => Value::Bin(bop, Box::new(ld(size, offset)), Box::new(Value::Const(m))),
+                // (Offsets around where the kernel's reading needs a guard.)
+                2 => Value::load_indexed(size, hlen(&mut next), [offset, 0x7fff_ffff - 72 + next(16) as u32][next(2) as usize]),
+                _ => {
+                    let c = [14, 0x7fff_ff00, 0xffff_fff0][next(3) as usize];
+                    let index = Value::Bin(BinOp::Add, Box::new(hlen(&mut next)), Box::new(Value::Const(c)));
+                    Value::load_indexed(size, index, next(64) as u32)
+                }
             };
             let t = Test { lhs, op, rhs: Value::Const(k) };
             let mut g = Gen::default();
