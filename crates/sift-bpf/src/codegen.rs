@@ -1243,11 +1243,20 @@ fn plain_compound(v: &Value, budget: usize) -> bool {
             let by_zero = matches!(bop, BinOp::Div | BinOp::Mod) && matches!(**r, Value::Const(0));
             budget >= 2 && leaf(l) && leaf(r) && !by_zero
         }
-        // `[x + k]` with X the IPv4 header length (five levels at most).
+        // `[x + k]` with X the IPv4 header length (five levels at most),
+        // maybe plus a constant (six).
         Value::Load { size, index: Some(i), offset } => {
-            budget >= 5
-                && header_len_offset(i).is_some()
-                && u64::from(*offset) + u64::from(size.bytes()) - 1 <= LAST_OFFSET
+            let levels = match &**i {
+                Value::Bin(BinOp::Add, a, b) => match (&**a, &**b) {
+                    (h, Value::Const(_)) | (Value::Const(_), h) if header_len_offset(h).is_some() => 6,
+                    _ => return false,
+                },
+                _ if header_len_offset(i).is_some() => 5,
+                _ => return false,
+            };
+            // (Where `aborts` says the load starts.)
+            let start = peel(i, *offset).1;
+            budget >= levels && start + u64::from(size.bytes()) - 1 <= LAST_OFFSET
         }
         _ => false,
     }
@@ -1461,7 +1470,13 @@ mod tests {
                     let times4 = [(BinOp::Mul, 4), (BinOp::Shl, 2), (BinOp::Shl, 3)][next(3) as usize];
                     let hlen = Value::Bin(times4.0, Box::new(masked), Box::new(Value::Const(times4.1)));
                     let size = [Size::Byte, Size::Half, Size::Word][next(3) as usize];
-                    Value::load_indexed(size, hlen, [next(64) as u32, 0x7fff_fff8 + next(8) as u32][next(2) as usize])
+                    let c = Box::new(Value::Const([14, 0x7fff_ff00, 0xffff_fff0][next(3) as usize]));
+                    let index = match next(3) {
+                        0 => hlen,
+                        1 => Value::Bin(BinOp::Add, Box::new(hlen), c),
+                        _ => Value::Bin(BinOp::Add, c, Box::new(hlen)),
+                    };
+                    Value::load_indexed(size, index, [next(64) as u32, 0x7fff_fff8 + next(8) as u32][next(2) as usize])
                 }
                 _ => {
                     let bop = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::And, BinOp::Or, BinOp::Shl][next(7) as usize];
