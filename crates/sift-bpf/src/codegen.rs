@@ -438,9 +438,11 @@ impl Gen {
     }
 
     fn test(&mut self, t: &Test, yes: Label, no: Label, depth: usize) -> Result<Label, CodegenError> {
-        // (Most tests compare a constant-offset load with a constant: none
-        // of the checks below can hold, no need to walk the operands.)
-        if depth >= MAX_DEPTH || !leaf(&t.lhs) || !leaf(&t.rhs) {
+        // (Most tests compare a constant-offset load, maybe masked, with a
+        // constant: none of the checks below can hold, no need to walk the
+        // operands.)
+        let budget = MAX_DEPTH.saturating_sub(depth);
+        if !plain_operand(&t.lhs, budget) || !plain_operand(&t.rhs, budget) {
             if !within_depth(&t.lhs, MAX_DEPTH - depth) || !within_depth(&t.rhs, MAX_DEPTH - depth) {
                 return Err(CodegenError::TooDeep);
             }
@@ -490,6 +492,41 @@ impl Gen {
     /// operand form, `k` and whether the operands were swapped; `None` if
     /// both sides are constants.
     fn test_items(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
+        // The most common tests, a constant-offset load, maybe with a
+        // constant operation (a mask), against a constant with nothing
+        // cached: what the general case below emits for them.
+        if let (Value::Const(k), true) = (&t.rhs, self.slots.is_empty()) {
+            let load = |size: Size, offset: u32| Item::Insn(Insn::stmt(op::LD | size_code(size) | op::ABS, offset));
+            match &t.lhs {
+                Value::Load { size, index: None, offset } => {
+                    items.push(load(*size, *offset));
+                    return Ok(Some((op::K, *k, false)));
+                }
+                Value::Bin(bop, l, r) => {
+                    if let (Value::Load { size, index: None, offset }, Value::Const(m)) = (&**l, &**r) {
+                        items.push(load(*size, *offset));
+                        alu_k(*bop, *m, items);
+                        return Ok(Some((op::K, *k, false)));
+                    }
+                }
+                // `[x + k]` with X the IPv4 header length (at most 60, so
+                // no guard unless `k` is near the last offset).
+                Value::Load { size, index: Some(i), offset } if fold(i).is_none() => {
+                    let (i, offset) = peel(i, *offset);
+                    if let (Some(at), true) = (header_len_offset(i), offset + u64::from(size.bytes()) + 60 <= LAST_OFFSET + 1) {
+                        items.push(Item::Insn(Insn::stmt(op::LDX | op::B | op::MSH, at)));
+                        items.push(Item::Insn(Insn::stmt(op::LD | size_code(*size) | op::IND, offset as u32)));
+                        return Ok(Some((op::K, *k, false)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.test_items_general(t, items)
+    }
+
+    /// [`Gen::test_items`] without its first case.
+    fn test_items_general(&mut self, t: &Test, items: &mut Vec<Item>) -> Result<Option<(u16, u32, bool)>, CodegenError> {
         Ok(Some(match (fold(&t.lhs), fold(&t.rhs)) {
             (Some(_), Some(_)) => return Ok(None),
             (_, Some(k)) => {
@@ -792,8 +829,22 @@ fn cheap_compound(v: &Value) -> bool {
             // `ldxb 4*([k]&0xf); ld [x + k]`, or a constant index.
             matches!(**i, Value::Const(_)) || header_len_offset(peel(i, *offset).0).is_some()
         }
-        _ => header_len_offset(v).is_some(),
+        // One instruction and an ALU one at most (`ld [k]; and #m`: a
+        // masked address): what `Gen::compute` emits for them.
+        Value::Neg(a) => single(a),
+        Value::Bin(bop, l, r) => {
+            single(l) && fold(r).is_some()
+                || single(r) && fold(l).is_some() && commutative(*bop)
+                || header_len_offset(v).is_some()
+        }
+        _ => false,
     }
+}
+
+/// Is `v` computed by one instruction (a constant, the length, a
+/// constant-offset load)?
+fn single(v: &Value) -> bool {
+    matches!(v, Value::Const(_) | Value::Len | Value::Load { index: None, .. })
 }
 
 /// Whether a test of `p` compares a value that is not [`cheap`] (one that
@@ -1173,6 +1224,44 @@ fn leaf(v: &Value) -> bool {
     }
 }
 
+/// Is `v` a [`leaf`], an operation on leaves (a masked load, ...) or a
+/// load indexed by the IPv4 header length that does not abort? If so, [`within_depth`] holds for `budget` (when it is
+/// large enough) and neither [`aborts`] nor [`has_protochain`] does.
+#[inline]
+fn plain_operand(v: &Value, budget: usize) -> bool {
+    if leaf(v) {
+        return budget >= 1;
+    }
+    plain_compound(v, budget)
+}
+
+/// [`plain_operand`] for values other than leaves.
+fn plain_compound(v: &Value, budget: usize) -> bool {
+    match v {
+        Value::Neg(a) => budget >= 2 && leaf(a),
+        Value::Bin(bop, l, r) => {
+            let by_zero = matches!(bop, BinOp::Div | BinOp::Mod) && matches!(**r, Value::Const(0));
+            budget >= 2 && leaf(l) && leaf(r) && !by_zero
+        }
+        // `[x + k]` with X the IPv4 header length (five levels at most),
+        // maybe plus a constant (six).
+        Value::Load { size, index: Some(i), offset } => {
+            let levels = match &**i {
+                Value::Bin(BinOp::Add, a, b) => match (&**a, &**b) {
+                    (h, Value::Const(_)) | (Value::Const(_), h) if header_len_offset(h).is_some() => 6,
+                    _ => return false,
+                },
+                _ if header_len_offset(i).is_some() => 5,
+                _ => return false,
+            };
+            // (Where `aborts` says the load starts.)
+            let start = peel(i, *offset).1;
+            budget >= levels && start + u64::from(size.bytes()) - 1 <= LAST_OFFSET
+        }
+        _ => false,
+    }
+}
+
 /// Does `v` contain a [`Value::Protochain`]?
 fn has_protochain(v: &Value) -> bool {
     match v {
@@ -1351,6 +1440,118 @@ mod tests {
     }
     fn d(p: &Pred) -> String {
         dump_d(&compile_default(p))
+    }
+
+    /// What `cheap` says is cheap takes fewer than `MIN_CACHED_COST`
+    /// instructions (so `Gen::plan_cache` may skip it: it would not cache
+    /// it, nor look inside); what `plain_operand` accepts needs none of the
+    /// checks `Gen::test` skips for it.
+    #[test]
+    fn cheap_values_are_shorter_than_a_cached_one() {
+        fn random_value(next: &mut impl FnMut(u64) -> u64, depth: u32) -> Value {
+            let leaf = depth == 0 || next(3) == 0;
+            match next(if leaf { 3 } else { 8 }) {
+                0 => Value::Const([0, 2, 4, 0xf, 0x1fff, 0xffff_ff00][next(6) as usize]),
+                1 => Value::Len,
+                // (Sometimes beyond the last offset: such a load aborts.)
+                2 => ld([Size::Byte, Size::Half, Size::Word][next(3) as usize], [next(1500) as u32, 0x7fff_fffe][next(2) as usize]),
+                6 => Value::Protochain { v6: false, proto: 6, nl: 14 },
+                3 => Value::Neg(Box::new(random_value(next, depth - 1))),
+                4 => Value::load_indexed(Size::Byte, random_value(next, depth - 1), next(64) as u32),
+                // Indexed by a header length, `4*([at]&0xf)` in its forms.
+                7 => {
+                    let at = [14, 0x7fff_fffe, 0x7fff_ffff][next(3) as usize];
+                    let byte = match next(2) {
+                        0 => ld(Size::Byte, at),
+                        _ => Value::load_indexed(Size::Byte, Value::Const(next(3) as u32), at),
+                    };
+                    let (byte, nibble) = (Box::new(byte), Box::new(Value::Const(0xf)));
+                    let masked = if next(2) == 0 { Value::Bin(BinOp::And, byte, nibble) } else { Value::Bin(BinOp::And, nibble, byte) };
+                    let times4 = [(BinOp::Mul, 4), (BinOp::Shl, 2), (BinOp::Shl, 3)][next(3) as usize];
+                    let hlen = Value::Bin(times4.0, Box::new(masked), Box::new(Value::Const(times4.1)));
+                    let size = [Size::Byte, Size::Half, Size::Word][next(3) as usize];
+                    let c = Box::new(Value::Const([14, 0x7fff_ff00, 0xffff_fff0][next(3) as usize]));
+                    let index = match next(3) {
+                        0 => hlen,
+                        1 => Value::Bin(BinOp::Add, Box::new(hlen), c),
+                        _ => Value::Bin(BinOp::Add, c, Box::new(hlen)),
+                    };
+                    Value::load_indexed(size, index, [next(64) as u32, 0x7fff_fff8 + next(8) as u32][next(2) as usize])
+                }
+                _ => {
+                    let bop = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::And, BinOp::Or, BinOp::Shl][next(7) as usize];
+                    Value::Bin(bop, Box::new(random_value(next, depth - 1)), Box::new(random_value(next, depth - 1)))
+                }
+            }
+        }
+        let mut seed = 9u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        let mut cheap_compounds = 0;
+        let mut plain = 0;
+        for _ in 0..20_000 {
+            let v = random_value(&mut next, 3);
+            let budget = next(7) as usize;
+            if plain_operand(&v, budget) {
+                plain += 1;
+                assert!(within_depth(&v, budget) && !aborts(&v) && !has_protochain(&v), "{v:?} {budget}");
+            }
+            // (Not indexed loads: `cheap` takes one indexed by a header
+            // length as two instructions, which it is but near the last
+            // offset, where a guard makes it five; that only makes the
+            // cache planner skip such a value, as it always did.)
+            if cheap(&v) && !aborts(&v) && !matches!(v, Value::Load { index: Some(_), .. }) {
+                cheap_compounds += usize::from(!single(&v));
+                assert!(Gen::default().cost(&v) < MIN_CACHED_COST, "{v:?}");
+            }
+        }
+        assert!(cheap_compounds > 1000 && plain > 1000, "{cheap_compounds} {plain}");
+    }
+
+    /// `Gen::test_items`'s first cases (a constant-offset load, maybe with
+    /// a constant operation, or an `[x + k]` load indexed by the IPv4
+    /// header length, against a constant, nothing cached) emit what its
+    /// general case emits.
+    #[test]
+    fn the_common_test_shortcut_agrees_with_the_general_case() {
+        let mut seed = 3u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        for _ in 0..3000 {
+            let size = [Size::Byte, Size::Half, Size::Word][next(3) as usize];
+            let offset = [next(64) as u32, next(1 << 31) as u32][next(2) as usize];
+            let k = [next(256) as u32, (next(1 << 32)) as u32][next(2) as usize];
+            let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][next(4) as usize];
+            let bop = [BinOp::And, BinOp::Add, BinOp::Shl, BinOp::Shr, BinOp::Mul, BinOp::Div, BinOp::Mod][next(7) as usize];
+            let m = [0, 1, 31, 32, 0xffff_ff00, u32::MAX][next(6) as usize];
+            // The IPv4 header length, `4*([14]&0xf)` in one of its forms.
+            let hlen = |next: &mut dyn FnMut(u64) -> u64| {
+                let nibble = Value::Bin(BinOp::And, Box::new(ld(Size::Byte, 14)), Box::new(Value::Const(0xf)));
+                let times4 = [(BinOp::Mul, 4), (BinOp::Shl, 2)][next(2) as usize];
+                Value::Bin(times4.0, Box::new(nibble), Box::new(Value::Const(times4.1)))
+            };
+            let lhs = match next(4) {
+                0 => ld(size, offset),
+                1 => Value::Bin(bop, Box::new(ld(size, offset)), Box::new(Value::Const(m))),
+                // (Offsets around where the kernel's reading needs a guard.)
+                2 => Value::load_indexed(size, hlen(&mut next), [offset, 0x7fff_ffff - 72 + next(16) as u32][next(2) as usize]),
+                _ => {
+                    let c = [14, 0x7fff_ff00, 0xffff_fff0][next(3) as usize];
+                    let index = Value::Bin(BinOp::Add, Box::new(hlen(&mut next)), Box::new(Value::Const(c)));
+                    Value::load_indexed(size, index, next(64) as u32)
+                }
+            };
+            let t = Test { lhs, op, rhs: Value::Const(k) };
+            let mut g = Gen::default();
+            let (mut fast, mut general) = (Vec::new(), Vec::new());
+            let a = g.test_items(&t, &mut fast).unwrap();
+            let b = g.test_items_general(&t, &mut general).unwrap();
+            assert_eq!((a, format!("{fast:?}")), (b, format!("{general:?}")), "{t:?}");
+        }
     }
 
     #[test]
