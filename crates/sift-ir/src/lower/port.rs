@@ -210,16 +210,24 @@ impl Lowerer<'_> {
 
     /// `gen_port`/`gen_portrange`: IPv4, then per transport protocol.
     pub(crate) fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        let lt = self.gen_linktype(ethertype::IP)?;
+        self.port_family(ethertype::IP, sel, |lt, p| self.portop_v4(lt, p, dir, atom))
+    }
+
+    /// The link-type test of `ethertype`, then `portop` (the port test of
+    /// one transport protocol, after the link-type test if given) for the
+    /// protocol `sel` names, or for SCTP, TCP and UDP in turn.
+    fn port_family(
+        &self,
+        ethertype: u32,
+        sel: PortProto,
+        portop: impl Fn(Option<Pred>, u32) -> Result<Pred>,
+    ) -> Result<Pred> {
+        let lt = self.gen_linktype(ethertype)?;
         match sel.number() {
-            Some(p) => self.portop_v4(Some(lt), p, dir, atom),
+            Some(p) => portop(Some(lt), p),
             None => Ok(Pred::all([
                 lt,
-                Pred::any([
-                    self.portop_v4(None, IPPROTO_SCTP, dir, atom)?,
-                    self.portop_v4(None, IPPROTO_TCP, dir, atom)?,
-                    self.portop_v4(None, IPPROTO_UDP, dir, atom)?,
-                ]),
+                Pred::any([portop(None, IPPROTO_SCTP)?, portop(None, IPPROTO_TCP)?, portop(None, IPPROTO_UDP)?]),
             ])),
         }
     }
@@ -238,18 +246,7 @@ impl Lowerer<'_> {
 
     /// `gen_port6`/`gen_portrange6`.
     pub(crate) fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        let lt = self.gen_linktype(ethertype::IPV6)?;
-        match sel.number() {
-            Some(p) => self.portop_v6(Some(lt), p, dir, atom),
-            None => Ok(Pred::all([
-                lt,
-                Pred::any([
-                    self.portop_v6(None, IPPROTO_SCTP, dir, atom)?,
-                    self.portop_v6(None, IPPROTO_TCP, dir, atom)?,
-                    self.portop_v6(None, IPPROTO_UDP, dir, atom)?,
-                ]),
-            ])),
-        }
+        self.port_family(ethertype::IPV6, sel, |lt, p| self.portop_v6(lt, p, dir, atom))
     }
 
     /// `gen_portop6`: `ip6[6] == P` (no extension headers), then the
