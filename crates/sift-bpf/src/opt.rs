@@ -2048,6 +2048,15 @@ mod tests {
         p
     }
 
+    /// A random program of 8 to 31 instructions (by `round`) and its
+    /// analysis.
+    fn analysed_random_program(seed: &mut u64, round: usize) -> (Vec<Insn>, Analysis) {
+        let p = random_program(seed, 8 + round % 24);
+        let mut an = Analysis::with_capacity(p.len());
+        an.update(&p);
+        (p, an)
+    }
+
     /// Random programs of chains of tests that leave to a common place
     /// (loads that cannot abort first; sometimes an ALU instruction or a
     /// register move), from `seed`.
@@ -2102,9 +2111,7 @@ mod tests {
         let mut seed = 11;
         let (mut decided, mut loads, mut redundant_loads) = (0, 0, 0);
         for round in 0..2000 {
-            let p = random_program(&mut seed, 8 + round % 24);
-            let mut an = Analysis::with_capacity(p.len());
-            an.update(&p);
+            let (p, mut an) = analysed_random_program(&mut seed, round);
             for st in an.before.iter().flatten() {
                 for &t in p.iter().filter(|t| is_cond(t.code)) {
                     let walk = match st.a {
@@ -2136,9 +2143,7 @@ mod tests {
         let mut seed = 1;
         let mut moved = 0;
         for round in 0..3000 {
-            let p = random_program(&mut seed, 8 + round % 24);
-            let mut an = Analysis::with_capacity(p.len());
-            an.update(&p);
+            let (p, mut an) = analysed_random_program(&mut seed, round);
             for pc in 0..p.len() {
                 let insn = p[pc];
                 let Some(st) = an.before[pc] else { continue };
@@ -2168,9 +2173,7 @@ mod tests {
         let mut seed = 5;
         let mut checked = 0;
         for round in 0..3000 {
-            let p = random_program(&mut seed, 8 + round % 24);
-            let mut an = Analysis::with_capacity(p.len());
-            an.update(&p);
+            let (p, an) = analysed_random_program(&mut seed, round);
             for (pc, &jump) in p.iter().enumerate() {
                 let Some(st) = an.before[pc] else { continue };
                 let Some(v) = st.a.filter(|v| !matches!(v, Known::Imm(_))) else { continue };
