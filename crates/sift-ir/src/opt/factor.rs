@@ -508,11 +508,14 @@ fn distributable(p: &Pred) -> bool {
     }
 }
 
-/// Whether one of the equality tests `known` (operands of an `and` before
-/// the `or` whose alternative `a` is) rules `a` out: see [`prune_decided`].
-fn ruled_out(a: &Pred, known: &[&Pred]) -> bool {
+/// Whether one of the operands `before` an `or` in an `and` rules out the
+/// `or`'s alternative `a`: see [`prune_decided`].
+fn ruled_out<'a>(a: &Pred, before: impl IntoIterator<Item = &'a Pred>) -> bool {
     let Some((av, at)) = guard_of(a).and_then(eq_tests) else { return false };
-    known.iter().filter_map(|k| eq_tests(k)).any(|(kv, kt)| kv == av && !constants(at).any(|x| constants(kt).any(|y| y == x)))
+    before
+        .into_iter()
+        .filter_map(eq_tests)
+        .any(|(bv, bt)| bv == av && !constants(at).any(|x| constants(bt).any(|y| y == x)))
 }
 
 /// The copy of `rest` that distribution joins to the alternative `a` of
@@ -528,8 +531,9 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
     let mut out = Vec::with_capacity(rest.len());
     for p in rest {
         match p {
-            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, &known)) => {
-                let mut kept: Vec<Pred> = alts.iter().filter(|x| !ruled_out(x, &known)).cloned().collect();
+            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, known.iter().copied())) => {
+                let mut kept: Vec<Pred> =
+                    alts.iter().filter(|x| !ruled_out(x, known.iter().copied())).cloned().collect();
                 match kept.len() {
                     0 => {
                         // The `or` fails: nothing after it is evaluated.
@@ -558,12 +562,6 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
 /// without it. Says whether it dropped any.
 fn prune_decided(before: &[Pred], alts: &mut Vec<Pred>) -> bool {
     let n = alts.len();
-    for b in before {
-        let Some((bv, bt)) = eq_tests(b) else { continue };
-        alts.retain(|a| match guard_of(a).and_then(eq_tests) {
-            Some((av, at)) => av != bv || constants(at).any(|x| constants(bt).any(|y| y == x)),
-            None => true,
-        });
-    }
+    alts.retain(|a| !ruled_out(a, before));
     alts.len() < n
 }
