@@ -42,13 +42,16 @@
 //! program whose first instruction is `ret #k` (the empty expression) gets
 //! no code at all: its verdict is `k`.
 //!
-//! Programs compiled from classic BPF also get a count function, compiled
-//! by the first [`JitFilter::count_matches`] given at least [`BATCH`]
-//! items (so that filters never counted with do not pay for it): the same
-//! code looping over up to [`BATCH`] packets, every `ret` an increment of
-//! a count (or nothing, for `ret #0`), one call per [`BATCH`] packets and
-//! no verdict written anywhere. [`JitFilter::for_each_verdict`] and
-//! [`JitFilter::run_batch`] call the per-packet function for each packet.
+//! Filters also get a count function, compiled by the first
+//! [`JitFilter::count_matches`] given at least [`BATCH`] items (so that
+//! filters never counted with do not pay for it): the same code looping
+//! over up to [`BATCH`] packets, every `ret` (every accept, for a
+//! predicate) an increment of a count (or nothing, for `ret #0`), one call
+//! per [`BATCH`] packets and no verdict written anywhere. (A predicate
+//! whose values need more than four registers at once has none: a count
+//! function keeps its loop in the others.) [`JitFilter::for_each_verdict`]
+//! and [`JitFilter::run_batch`] call the per-packet function for each
+//! packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
@@ -217,6 +220,18 @@ impl std::error::Error for JitError {
     }
 }
 
+/// What a filter's count function is compiled from.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[derive(Debug)]
+enum CountSource {
+    /// Nothing: a constant filter.
+    None,
+    /// The classic BPF program the filter was compiled from.
+    Program(Box<[Insn]>),
+    /// The predicate the filter was compiled from, and its accept value.
+    Pred(Box<(Pred, u32)>),
+}
+
 /// A classic BPF program compiled to native code.
 ///
 /// Immutable once built (but for the count function, compiled on first
@@ -235,10 +250,9 @@ pub struct JitFilter {
     /// `a_filter_is_small`), it is copied without a call to `memcpy`.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     count: std::sync::OnceLock<Option<Box<exec::CountBuffer>>>,
-    /// The program the count function is compiled from: empty for a
-    /// constant program or a predicate compiled directly.
+    /// What the count function is compiled from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    prog: Box<[Insn]>,
+    source: CountSource,
     insns: usize,
     /// Whether the code may read packet bytes (if not, the batch entry
     /// points prefetch nothing).
@@ -268,8 +282,8 @@ impl JitFilter {
     /// `constant`) and the program `prog` its count function is compiled
     /// from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn with_code(code: Option<exec::ExecBuffer>, prog: Box<[Insn]>, insns: usize, reads_packet: bool) -> JitFilter {
-        JitFilter { code, count: std::sync::OnceLock::new(), prog, insns, reads_packet, constant: None }
+    fn with_code(code: Option<exec::ExecBuffer>, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
+        JitFilter { code, count: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
     }
 
     /// The filter of a program whose verdict is always `k`: no code.
@@ -280,7 +294,7 @@ impl JitFilter {
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             count: std::sync::OnceLock::new(),
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-            prog: Box::default(),
+            source: CountSource::None,
             insns,
             reads_packet: false,
             constant: Some(k),
@@ -298,7 +312,7 @@ impl JitFilter {
         }
         let compiled = x64::compile(prog, false, |c| {
             let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
-            Ok(Self::with_code(Some(code), prog.into(), prog.len(), c.reads_packet))
+            Ok(Self::with_code(Some(code), CountSource::Program(prog.into()), prog.len(), c.reads_packet))
         });
         match compiled {
             Ok(filter) => filter,
@@ -337,7 +351,8 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = x64::pred::compile(pred, accept) {
             let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
-            return Ok(Self::with_code(Some(code), Box::default(), 0, true));
+            let source = CountSource::Pred(Box::new((pred.clone(), accept)));
+            return Ok(Self::with_code(Some(code), source, 0, true));
         }
         if !Self::is_supported() {
             return Err(JitError::Unsupported);
@@ -375,9 +390,9 @@ impl JitFilter {
 
     /// The number of items of `items` the filter accepts; `packet` gives
     /// an item's captured bytes and wire length. The batch entry point for
-    /// packets held in any structure: a filter compiled from classic BPF
-    /// has a count function (compiled by the first call given at least
-    /// [`BATCH`] items), which filters [`BATCH`] packets per call and
+    /// packets held in any structure: a filter has a count function
+    /// (compiled by the first call given at least [`BATCH`] items), which
+    /// filters [`BATCH`] packets per call and
     /// counts the accepted ones itself, prefetching the first cache line
     /// (the headers) of the packet [`PREFETCH_AHEAD`] places further, or
     /// [`PREFETCH_NEAR`] when the items' packets span less than
@@ -407,12 +422,18 @@ impl JitFilter {
     fn counter(&self) -> Option<&exec::CountBuffer> {
         self.count
             .get_or_init(|| {
-                if self.prog.is_empty() {
-                    return None;
+                match &self.source {
+                    CountSource::None => None,
+                    CountSource::Program(prog) => {
+                        x64::compile(prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok().map(Box::new))
+                            .ok()
+                            .flatten()
+                    }
+                    CountSource::Pred(p) => {
+                        let (code, reads_len) = x64::pred::compile_count(&p.0, p.1)?;
+                        exec::CountBuffer::new(&code, reads_len).ok().map(Box::new)
+                    }
                 }
-                x64::compile(&self.prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok().map(Box::new))
-                    .ok()
-                    .flatten()
             })
             .as_deref()
     }
@@ -470,7 +491,8 @@ impl JitFilter {
 
     /// A copy of the machine code of the count function (for
     /// disassembling), compiling it if it was not yet; empty if the filter
-    /// has none (constant, compiled from a predicate, no JIT here).
+    /// has none (constant, a predicate needing more than four registers, no
+    /// JIT here).
     pub fn count_code_bytes(&self) -> Vec<u8> {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(counter) = self.counter() {

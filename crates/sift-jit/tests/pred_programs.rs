@@ -85,10 +85,13 @@ fn lowered_expressions_agree_with_the_evaluator_and_the_interpreter() {
                 .ok()
                 .and_then(|p| Program::new(&p).ok());
             let mut rng = Rng::fork(SEED, i as u64 * 2 + 1);
+            let mut accepted = 0;
+            let mut batch = Vec::with_capacity(100);
             for _ in 0..100 {
                 let (data, wire) = packets::random_packet(&mut rng, lt);
                 let got = jit.run(&data, wire);
                 let want = reference(&pred, &data, wire, snaplen);
+                accepted += u64::from(want != 0);
                 assert_eq!(
                     got, want,
                     "{expr:?} ({lt:?}, netmask {netmask:?})\npacket {data:02x?} wire {wire}"
@@ -100,7 +103,11 @@ fn lowered_expressions_agree_with_the_evaluator_and_the_interpreter() {
                         "interp: {expr:?}\npacket {data:02x?} wire {wire}"
                     );
                 }
+                batch.push((data, wire));
             }
+            // The batch entry point (the count function, for at least
+            // `BATCH` packets) accepts the same packets.
+            assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {expr:?}");
             preds += 1;
             runs += 100;
         }
@@ -299,14 +306,19 @@ fn random_predicates_agree_with_the_evaluator() {
             if jit.insn_count() == 0 {
                 preds += 1;
             }
+            let mut batch = Vec::with_capacity(80);
+            let mut accepted = 0;
             for _ in 0..40 {
                 let (data, wire) = packet(&mut rng);
-                assert_eq!(
-                    jit.run(&data, wire),
-                    reference(&p, &data, wire, accept),
-                    "{p:?}\npacket {data:02x?} wire {wire}"
-                );
+                let want = reference(&p, &data, wire, accept);
+                assert_eq!(jit.run(&data, wire), want, "{p:?}\npacket {data:02x?} wire {wire}");
+                accepted += 2 * u64::from(want != 0);
+                batch.push((data, wire));
             }
+            // Twice over: at least `BATCH` packets go through the count
+            // function (where the predicate has one).
+            batch.extend_from_within(..);
+            assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
             runs += 40;
         }
         (preds, runs)

@@ -27,6 +27,10 @@ use sift_ir::{BinOp, CmpOp, Pred, Size, Test, Value};
 /// need them.
 const REGS: [u8; 9] = [R9, R10, R11, 3, 5, 12, 13, 14, 15];
 
+/// Value registers of a count function, whose loop state holds `rbx` and
+/// `r12`..`r15`: a predicate needing more has no count function.
+const COUNT_REGS: [u8; 4] = [R9, R10, R11, 5];
+
 /// How many of [`REGS`] are caller-saved.
 const FREE_REGS: usize = 3;
 
@@ -110,6 +114,9 @@ fn width(size: Size) -> Width {
 struct Ctx {
     asm: Asm,
     reject: usize,
+    /// The value registers this function may use ([`REGS`], or
+    /// [`COUNT_REGS`] in a count function).
+    regs: &'static [u8],
     /// A captured length checked on every path to the code being emitted:
     /// absolute loads ending within it need no bounds check.
     known: u64,
@@ -225,21 +232,21 @@ impl Ctx {
                 branch(&mut self.asm, cc, t, f, next);
             }
             (v, Value::Const(k)) => {
-                if need(v, depth)? > REGS.len() {
+                if need(v, depth)? > self.regs.len() {
                     return None;
                 }
-                self.value(v, &REGS, depth)?;
-                self.compare_imm(REGS[0], *op, *k);
+                self.value(v, self.regs, depth)?;
+                self.compare_imm(self.regs[0], *op, *k);
                 branch(&mut self.asm, cc, t, f, next);
             }
             (Value::Const(k), v) => {
-                if need(v, depth)? > REGS.len() {
+                if need(v, depth)? > self.regs.len() {
                     return None;
                 }
-                self.value(v, &REGS, depth)?;
+                self.value(v, self.regs, depth)?;
                 // k op v, with v in the register.
                 self.compare_imm(
-                    REGS[0],
+                    self.regs[0],
                     if *op == CmpOp::Set {
                         CmpOp::Set
                     } else {
@@ -257,17 +264,17 @@ impl Ctx {
             }
             (a, b) => {
                 let (na, nb) = (need(a, depth)?, need(b, depth)?);
-                if na.max(nb) > REGS.len() || (na == nb && na + 1 > REGS.len()) {
+                if na.max(nb) > self.regs.len() || (na == nb && na + 1 > self.regs.len()) {
                     return None;
                 }
                 let (ra, rb) = if na >= nb {
-                    self.value(a, &REGS, depth)?;
-                    self.value(b, &REGS[1..], depth)?;
-                    (REGS[0], REGS[1])
+                    self.value(a, self.regs, depth)?;
+                    self.value(b, &self.regs[1..], depth)?;
+                    (self.regs[0], self.regs[1])
                 } else {
-                    self.value(b, &REGS, depth)?;
-                    self.value(a, &REGS[1..], depth)?;
-                    (REGS[1], REGS[0])
+                    self.value(b, self.regs, depth)?;
+                    self.value(a, &self.regs[1..], depth)?;
+                    (self.regs[1], self.regs[0])
                 };
                 if *op == CmpOp::Set {
                     self.asm.op_rr(None, false, &[0x85], rb, ra); // test ra, rb
@@ -511,27 +518,116 @@ fn shift_r(asm: &mut Asm, ext: u8, r: u8, n: u32) {
     }
 }
 
-/// Emits the whole function (jumps unpatched, see [`Asm::finish`]).
-fn emit(pred: &Pred, accept: u32) -> Option<Asm> {
+/// Whether `p` reads the wire length (`len`).
+fn reads_len(p: &Pred) -> bool {
+    fn value(v: &Value) -> bool {
+        match v {
+            Value::Len => true,
+            Value::Const(_) | Value::Protochain { .. } => false,
+            Value::Load { index, .. } => index.as_deref().is_some_and(value),
+            Value::Neg(a) => value(a),
+            Value::Bin(_, a, b) => value(a) || value(b),
+        }
+    }
+    match p {
+        Pred::True | Pred::False => false,
+        Pred::Not(q) => reads_len(q),
+        Pred::And(v) | Pred::Or(v) => v.iter().any(reads_len),
+        Pred::Test(t) => value(&t.lhs) || value(&t.rhs),
+    }
+}
+
+/// Emits the whole function (jumps unpatched, see [`Asm::finish`]): the
+/// per-packet function, or with `count` the count function (the
+/// signature and loop of the cBPF compiler's, see the module
+/// documentation of `x64`: `rbx` walks the slots, `r12` holds their end,
+/// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
+/// distance; the wire length of the packet goes to `r8d`). Also returns
+/// whether the code reads the wire length.
+fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
     let regs = max_need(pred, MAX_DEPTH)?;
-    let saved = REGS.get(FREE_REGS..regs.max(FREE_REGS))?;
+    let reads_len = count && reads_len(pred);
+    let saved: &[u8] = if count {
+        // rbp, if the predicate needs it.
+        COUNT_REGS.get(FREE_REGS..regs.max(FREE_REGS))?
+    } else {
+        REGS.get(FREE_REGS..regs.max(FREE_REGS))?
+    };
     let mut cx = Ctx {
         asm: Asm {
             code: Vec::with_capacity(256),
             ..Asm::default()
         },
         reject: 0,
+        regs: if count { &COUNT_REGS } else { &REGS },
         known: 0,
     };
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
+    let (top, done) = (cx.new_label(), cx.new_label());
+    if count {
+        // push rbx; push r12; push r14; (push r13); push r15
+        cx.asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
+        if reads_len {
+            cx.asm.bytes(&[0x41, 0x55]);
+        }
+        cx.asm.bytes(&[0x41, 0x57]);
+    }
     for &r in saved {
         cx.asm.rex(false, 0, 0, r);
         cx.asm.byte(0x50 + (r & 7)); // push r
     }
-    cx.asm.mov_rr(R8, RDX);
+    if count {
+        cx.asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
+        cx.asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
+        cx.asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
+        cx.asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
+        cx.asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
+        if reads_len {
+            cx.asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire lengths)
+        }
+        cx.asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
+        cx.asm.jcc(Cc::E, done);
+        cx.asm.bind(top);
+        cx.asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
+        cx.asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
+        if reads_len {
+            cx.asm.bytes(&[0x45, 0x8b, 0x45, 0x00]); // mov r8d, [r13] (wire length)
+        }
+        // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots further
+        // on); prefetcht0 [rax]
+        cx.asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
+        cx.asm.bytes(&[0x0f, 0x18, 0x08]);
+    } else {
+        cx.asm.mov_rr(R8, RDX);
+    }
     // The accept exit follows the body, which may fall through to it.
     cx.pred(pred, accept_label, cx.reject, accept_label, MAX_DEPTH)?;
+    if count {
+        cx.asm.bind(accept_label);
+        if accept != 0 {
+            cx.asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
+        }
+        cx.asm.bind(cx.reject);
+        cx.asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
+        if reads_len {
+            cx.asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
+        }
+        cx.asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
+        cx.asm.jcc(Cc::Ne, top);
+        cx.asm.bind(done);
+        cx.asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
+        for &r in saved.iter().rev() {
+            cx.asm.rex(false, 0, 0, r);
+            cx.asm.byte(0x58 + (r & 7)); // pop r
+        }
+        cx.asm.bytes(&[0x41, 0x5f]); // pop r15
+        if reads_len {
+            cx.asm.bytes(&[0x41, 0x5d]); // pop r13
+        }
+        cx.asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
+        return Some((cx.asm, reads_len));
+    }
     for (label, value) in [(accept_label, accept), (cx.reject, 0)] {
         cx.asm.bind(label);
         cx.asm.mov_ri(RAX, value);
@@ -541,14 +637,25 @@ fn emit(pred: &Pred, accept: u32) -> Option<Asm> {
         }
         cx.asm.byte(0xc3);
     }
-    Some(cx.asm)
+    Some((cx.asm, false))
 }
 
 /// Compiles a predicate to a function returning `accept` when it holds and
 /// 0 when it does not or evaluation aborts. `None`: too deep or too many
 /// registers needed.
 pub(crate) fn compile(pred: &Pred, accept: u32) -> Option<Vec<u8>> {
-    let mut asm = emit(pred, accept)?;
+    let (mut asm, _) = emit(pred, accept, false)?;
     asm.finish()?;
     Some(asm.code)
+}
+
+/// Compiles a predicate to a count function (the signature of the cBPF
+/// compiler's, see `x64`'s module documentation) counting the packets for
+/// which it holds (`accept` non-zero) and whether that reads the wire
+/// lengths. `None`: too deep, or more registers needed than a count
+/// function has.
+pub(crate) fn compile_count(pred: &Pred, accept: u32) -> Option<(Vec<u8>, bool)> {
+    let (mut asm, reads_len) = emit(pred, accept, true)?;
+    asm.finish()?;
+    Some((asm.code, reads_len))
 }
