@@ -390,3 +390,88 @@ fn deep_and_wide_predicates() {
         }
     }
 }
+
+/// A test of a value from `pool` (or a load indexed by one of `indexes`)
+/// against a constant or another such value: predicates whose tests share
+/// operands and load indexes, which the compiler keeps in registers from
+/// one test to the next on the paths where they are still there.
+fn pooled_test(rng: &mut Rng, pool: &[Value], indexes: &[Value]) -> Pred {
+    let operand = |rng: &mut Rng| {
+        if rng.chance(0.5) {
+            rng.pick(pool).clone()
+        } else {
+            let off = if rng.chance(0.05) { *rng.pick(HUGE) } else { rng.below(24) as u32 };
+            Value::load_indexed(size(rng), rng.pick(indexes).clone(), off)
+        }
+    };
+    let lhs = operand(rng);
+    let op = *rng.pick(&[CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set]);
+    let rhs = if rng.chance(0.8) {
+        Value::Const(*rng.pick(&[0, 1, 2, 5, 17, 255, 0x800, 0xffff, 0x1_0000]))
+    } else {
+        operand(rng)
+    };
+    Pred::test(lhs, op, rhs)
+}
+
+fn pooled_pred(rng: &mut Rng, depth: u32, pool: &[Value], indexes: &[Value]) -> Pred {
+    if depth == 0 || rng.chance(0.25) {
+        return pooled_test(rng, pool, indexes);
+    }
+    match rng.below(6) {
+        0 => pooled_pred(rng, depth - 1, pool, indexes).not(),
+        1..=3 => Pred::And((0..rng.below(5)).map(|_| pooled_pred(rng, depth - 1, pool, indexes)).collect()),
+        _ => Pred::Or((0..rng.below(5)).map(|_| pooled_pred(rng, depth - 1, pool, indexes)).collect()),
+    }
+}
+
+#[test]
+fn predicates_sharing_operands_and_indexes_agree_with_the_evaluator() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    const N: usize = 20_000;
+    let (preds, runs) = parallel(N, |from, to| {
+        let (mut preds, mut runs) = (0, 0);
+        for i in from..to {
+            let mut rng = Rng::fork(SEED ^ 3, i as u64);
+            // Indexes: the IPv4 header length, a byte, and values that
+            // divide (which takes rdx, where an index is kept).
+            let indexes: Vec<Value> = (0..2)
+                .map(|_| match rng.below(4) {
+                    0 => Value::ipv4_header_len(rng.below(20) as u32),
+                    1 => Value::load(Size::Byte, rng.below(30) as u32),
+                    2 => Value::load(Size::Byte, rng.below(30) as u32).bin(BinOp::Div, Value::Const(3)),
+                    _ => index(&mut rng, 2),
+                })
+                .collect();
+            let pool: Vec<Value> = (0..3)
+                .map(|_| match rng.below(3) {
+                    0 => Value::load_indexed(size(&mut rng), rng.pick(&indexes).clone(), rng.below(20) as u32),
+                    1 => value(&mut rng, 2).bin(BinOp::Mod, value(&mut rng, 1)),
+                    _ => value(&mut rng, 2),
+                })
+                .collect();
+            let p = pooled_pred(&mut rng, 4, &pool, &indexes);
+            let jit = JitFilter::from_pred_with(&p, 1).expect("JIT");
+            if jit.insn_count() == 0 {
+                preds += 1;
+            }
+            let mut batch = Vec::with_capacity(80);
+            let mut accepted = 0;
+            for _ in 0..40 {
+                let (data, wire) = packet(&mut rng);
+                let want = reference(&p, &data, wire, 1);
+                assert_eq!(jit.run(&data, wire), want, "{p:?}\npacket {data:02x?} wire {wire}");
+                accepted += 2 * u64::from(want != 0);
+                batch.push((data, wire));
+            }
+            batch.extend_from_within(..);
+            assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
+            runs += 40;
+        }
+        (preds, runs)
+    });
+    eprintln!("{N} predicates sharing operands ({preds} compiled directly), {runs} packet runs");
+    assert!(preds > N * 9 / 10, "only {preds} compiled directly");
+}

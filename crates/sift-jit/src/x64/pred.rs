@@ -6,14 +6,22 @@
 //! `r10d`, `r11d`, then `ebx`, `ebp`, `r12d`..`r15d` (pushed and popped by
 //! functions that need them), in Sethi–Ullman order (within one test the
 //! evaluation order is free, since any abort rejects the packet); `eax`,
-//! `ecx`, `edx` are scratch (bounds checks, `div`, shift counts).
+//! `ecx` are scratch (bounds checks, `div`, shift counts), `edx` holds a
+//! load index (or `div`'s high half).
 //!
 //! The predicate tree becomes jumps between an accept and a reject exit,
-//! each test falling through to whatever code comes next. Absolute loads
-//! skip their bounds check when every path to them has checked a length
-//! at least as large (tracked through `and`/`or`/`not`). A test of a
-//! packet load against a constant (`==` or `&`) compares the bytes in
-//! memory with the constant in network order.
+//! each test falling through to whatever code comes next. What every path
+//! to a test has established is tracked through `and`/`or`/`not` (the
+//! facts of each exit met where exits join, [`Known`]): a captured length
+//! checked (absolute loads ending within it skip their bounds check); the
+//! index of an indexed load, kept in `rdx` for the next loads with the
+//! same index (e.g. the IPv4 header length for both ports), with the end
+//! offset already checked against it; and the operand of the last test,
+//! kept in the first value register for the next tests of the same value.
+//! A test of a packet load against a constant (`==` or `&`) compares the
+//! bytes in memory with the constant in network order, unless the next
+//! test has the same operand (a run of compares of one value loads it
+//! once).
 //!
 //! Trees too deep for the recursion limit, values needing more than
 //! nine registers, and `protochain` walks are refused (`None`); the caller
@@ -59,7 +67,14 @@ fn need(v: &Value, depth: u32) -> Option<usize> {
     })
 }
 
-/// Whether a test compares a packet load with a constant in memory.
+/// Whether `load op k` can compare the packet bytes in memory with `k` in
+/// network order (`==` on a constant that fits the load, or `&`).
+fn is_raw_op(op: CmpOp, size: Size, k: u32) -> bool {
+    op == CmpOp::Set || (op == CmpOp::Eq && u64::from(k) < 1u64 << (8 * size.bytes()))
+}
+
+/// Whether a test compares an absolute packet load with a constant in
+/// memory (needing no register).
 fn is_raw_compare(t: &Test) -> bool {
     match (&t.lhs, &t.rhs) {
         (
@@ -67,9 +82,7 @@ fn is_raw_compare(t: &Test) -> bool {
                 size, index: None, ..
             },
             Value::Const(k),
-        ) => {
-            t.op == CmpOp::Set || (t.op == CmpOp::Eq && u64::from(*k) < 1u64 << (8 * size.bytes()))
-        }
+        ) => is_raw_op(t.op, *size, *k),
         _ => false,
     }
 }
@@ -111,36 +124,101 @@ fn width(size: Size) -> Width {
     }
 }
 
-struct Ctx {
+/// What every path to the code being emitted has established (a
+/// register's content is named by the predicate's own `Value`).
+#[derive(Clone, Copy)]
+struct Known<'p> {
+    /// A captured length checked: absolute loads ending within it need no
+    /// bounds check.
+    len: u64,
+    /// The value `rdx` holds: the index of an indexed load, kept for the
+    /// next loads with the same index ...
+    index: Option<&'p Value>,
+    /// ... for which `index + index_end <= caplen` was checked.
+    index_end: u64,
+    /// The value the first value register holds: a test's operand, kept
+    /// for the next tests of the same value.
+    value: Option<&'p Value>,
+}
+
+/// Whether `p` and `q` are tests of the same left operand against a
+/// constant.
+fn same_operand(p: &Pred, q: &Pred) -> bool {
+    match (p, q) {
+        (Pred::Test(a), Pred::Test(b)) => {
+            matches!((&a.rhs, &b.rhs), (Value::Const(_), Value::Const(_))) && a.lhs == b.lhs
+        }
+        _ => false,
+    }
+}
+
+/// Whether two values held in registers are the same value.
+fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
+        _ => false,
+    }
+}
+
+impl<'p> Known<'p> {
+    /// Nothing known (a function's entry).
+    const NOTHING: Known<'static> = Known {
+        len: 0,
+        index: None,
+        index_end: 0,
+        value: None,
+    };
+
+    /// What holds on both of two paths.
+    fn meet(self, other: Known<'p>) -> Known<'p> {
+        let index = same(self.index, other.index);
+        Known {
+            len: self.len.min(other.len),
+            index: if index { self.index } else { None },
+            index_end: if index { self.index_end.min(other.index_end) } else { 0 },
+            value: if same(self.value, other.value) { self.value } else { None },
+        }
+    }
+}
+
+/// What holds on every one of the paths met so far (`None`: none yet).
+fn meet<'p>(acc: Option<Known<'p>>, k: Known<'p>) -> Option<Known<'p>> {
+    Some(match acc {
+        Some(a) => a.meet(k),
+        None => k,
+    })
+}
+
+struct Ctx<'p> {
     asm: Asm,
     reject: usize,
     /// The value registers this function may use ([`REGS`], or
     /// [`COUNT_REGS`] in a count function).
     regs: &'static [u8],
-    /// A captured length checked on every path to the code being emitted:
-    /// absolute loads ending within it need no bounds check.
-    known: u64,
+    /// What every path to the code being emitted has established.
+    known: Known<'p>,
+    /// The test being emitted is followed by a test of the same operand:
+    /// worth loading it into a register rather than comparing in memory.
+    operand_reused: bool,
 }
 
-impl Ctx {
+impl<'p> Ctx<'p> {
     fn new_label(&mut self) -> usize {
         self.asm.new_label()
     }
 
     /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
-    /// label bound right after this code.
-    /// Jumps to `t` when the predicate holds, else to `f`; `next` is the
-    /// label bound right after this code. `self.known` on entry is a
-    /// captured length every path here has checked; returns the lengths
-    /// checked on every path to `t` and to `f`.
+    /// label bound right after this code. `self.known` on entry is what
+    /// every path here has established; returns what every path to `t`,
+    /// and every path to `f`, has established.
     fn pred(
         &mut self,
-        p: &Pred,
+        p: &'p Pred,
         t: usize,
         f: usize,
         next: usize,
         depth: u32,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<(Known<'p>, Known<'p>)> {
         let depth = depth.checked_sub(1)?;
         let known = self.known;
         Some(match p {
@@ -168,8 +246,9 @@ impl Ctx {
                     return self.pred(p, t, f, next, depth);
                 };
                 // The exit the children share: f for and, t for or.
-                let mut shared = u64::MAX;
-                for q in init {
+                let mut shared = None;
+                for (i, q) in init.iter().enumerate() {
+                    self.operand_reused = same_operand(q, &v[i + 1]);
                     let after = self.new_label();
                     let (kt, kf) = if is_and {
                         self.pred(q, after, f, after, depth)?
@@ -179,14 +258,15 @@ impl Ctx {
                     self.asm.bind(after);
                     // The next child runs on the other exit.
                     let (go_on, out) = if is_and { (kt, kf) } else { (kf, kt) };
-                    shared = shared.min(out);
+                    shared = meet(shared, out);
                     self.known = go_on;
                 }
+                self.operand_reused = false;
                 let (kt, kf) = self.pred(last, t, f, next, depth)?;
                 if is_and {
-                    (kt, shared.min(kf))
+                    (kt, meet(shared, kf)?)
                 } else {
-                    (shared.min(kt), kf)
+                    (meet(shared, kt)?, kf)
                 }
             }
             Pred::Test(test) => {
@@ -197,7 +277,12 @@ impl Ctx {
         })
     }
 
-    fn test(&mut self, test: &Test, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
+    /// Whether the first value register holds `v` on every path here.
+    fn holds(&self, v: &Value) -> bool {
+        same(self.known.value, Some(v))
+    }
+
+    fn test(&mut self, test: &'p Test, t: usize, f: usize, next: usize, depth: u32) -> Option<()> {
         let Test { lhs, op, rhs } = test;
         let cc = match op {
             CmpOp::Eq => Cc::E,
@@ -218,32 +303,24 @@ impl Ctx {
                     self.asm.jmp(to);
                 }
             }
-            (
-                Value::Load {
-                    size,
-                    index: None,
-                    offset,
-                },
-                Value::Const(k),
-            ) if is_raw_compare(test) => {
+            (Value::Load { size, index, offset }, Value::Const(k))
+                if is_raw_op(*op, *size, *k) && !self.holds(lhs) && !self.operand_reused =>
+            {
                 // Raw network-order compare in memory.
-                let m = self.abs_operand(*offset, size.bytes());
+                let m = match index {
+                    None => self.abs_operand(*offset, size.bytes()),
+                    Some(i) => self.indexed_operand(i, *offset, *size, self.regs, depth)?,
+                };
                 raw_compare(&mut self.asm, width(*size), m, *k, *op == CmpOp::Eq);
                 branch(&mut self.asm, cc, t, f, next);
             }
             (v, Value::Const(k)) => {
-                if need(v, depth)? > self.regs.len() {
-                    return None;
-                }
-                self.value(v, self.regs, depth)?;
+                self.operand(v, depth)?;
                 self.compare_imm(self.regs[0], *op, *k);
                 branch(&mut self.asm, cc, t, f, next);
             }
             (Value::Const(k), v) => {
-                if need(v, depth)? > self.regs.len() {
-                    return None;
-                }
-                self.value(v, self.regs, depth)?;
+                self.operand(v, depth)?;
                 // k op v, with v in the register.
                 self.compare_imm(
                     self.regs[0],
@@ -267,14 +344,17 @@ impl Ctx {
                 if na.max(nb) > self.regs.len() || (na == nb && na + 1 > self.regs.len()) {
                     return None;
                 }
+                let regs = self.regs;
                 let (ra, rb) = if na >= nb {
-                    self.value(a, self.regs, depth)?;
-                    self.value(b, &self.regs[1..], depth)?;
-                    (self.regs[0], self.regs[1])
+                    self.value(a, regs, depth)?;
+                    self.value(b, &regs[1..], depth)?;
+                    self.known.value = Some(a);
+                    (regs[0], regs[1])
                 } else {
-                    self.value(b, self.regs, depth)?;
-                    self.value(a, &self.regs[1..], depth)?;
-                    (self.regs[1], self.regs[0])
+                    self.value(b, regs, depth)?;
+                    self.value(a, &regs[1..], depth)?;
+                    self.known.value = Some(b);
+                    (regs[1], regs[0])
                 };
                 if *op == CmpOp::Set {
                     self.asm.op_rr(None, false, &[0x85], rb, ra); // test ra, rb
@@ -284,6 +364,20 @@ impl Ctx {
                 branch(&mut self.asm, cc, t, f, next);
             }
         }
+        Some(())
+    }
+
+    /// Puts `v` (a test's operand) in the first value register, unless it
+    /// is there already on every path here.
+    fn operand(&mut self, v: &'p Value, depth: u32) -> Option<()> {
+        if self.holds(v) {
+            return Some(());
+        }
+        if need(v, depth)? > self.regs.len() {
+            return None;
+        }
+        self.value(v, self.regs, depth)?;
+        self.known.value = Some(v);
         Some(())
     }
 
@@ -304,7 +398,7 @@ impl Ctx {
     /// Bounds check of an absolute load (`rax` as scratch) and its operand.
     fn abs_operand(&mut self, k: u32, size: u32) -> Mem {
         let end = u64::from(k) + u64::from(size);
-        if end > self.known {
+        if end > self.known.len {
             if end <= i32::MAX as u64 {
                 self.asm.alu_ri(true, 7, RSI, end as u32); // cmp rsi, end
             } else {
@@ -315,7 +409,7 @@ impl Ctx {
             }
             self.asm.jcc(Cc::B, self.reject);
             // Past this point the packet has at least `end` bytes.
-            self.known = end;
+            self.known.len = end;
         }
         if k <= i32::MAX as u32 {
             Mem {
@@ -331,6 +425,67 @@ impl Ctx {
                 disp: 0,
             }
         }
+    }
+
+    /// The bounds check of a `size`-byte load at `i + offset` (`i`
+    /// computed with `regs`, or kept in `rdx` from an earlier load on every
+    /// path here) and its operand.
+    fn indexed_operand(&mut self, i: &'p Value, offset: u32, size: Size, regs: &[u8], depth: u32) -> Option<Mem> {
+        let d = *regs.first()?;
+        if offset > i32::MAX as u32 - 4 {
+            // d = i + offset in 64 bits (no wrap); `rdx` keeps nothing.
+            self.value(i, regs, depth)?;
+            self.asm.mov_ri(RAX, offset);
+            self.asm.op_rr(None, true, &[0x01], RAX, d); // add d64, rax
+            self.asm.op_mem(
+                None,
+                true,
+                &[0x8d],
+                RAX,
+                Mem {
+                    base: d,
+                    index: None,
+                    disp: size.bytes() as i32,
+                },
+            ); // lea rax, [d + size]
+            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+            self.asm.jcc(Cc::B, self.reject);
+            return Some(Mem {
+                base: RDI,
+                index: Some(d),
+                disp: 0,
+            });
+        }
+        if !same(self.known.index, Some(i)) {
+            self.value(i, regs, depth)?;
+            // (A 32-bit move: the upper half of rdx is 0.)
+            self.asm.mov_rr(RDX, d);
+            self.known.index = Some(i);
+            self.known.index_end = 0;
+        }
+        // rdx + offset + size <= caplen, in 64 bits.
+        let end = offset + size.bytes();
+        if u64::from(end) > self.known.index_end {
+            self.asm.op_mem(
+                None,
+                true,
+                &[0x8d],
+                RAX,
+                Mem {
+                    base: RDX,
+                    index: None,
+                    disp: end as i32,
+                },
+            ); // lea rax, [rdx + end]
+            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+            self.asm.jcc(Cc::B, self.reject);
+            self.known.index_end = u64::from(end);
+        }
+        Some(Mem {
+            base: RDI,
+            index: Some(RDX),
+            disp: offset as i32,
+        })
     }
 
     /// Loads the big-endian value at `m` into `d`.
@@ -351,9 +506,12 @@ impl Ctx {
     }
 
     /// Computes `v` into `regs[0]`, using `regs[..need(v)]`.
-    fn value(&mut self, v: &Value, regs: &[u8], depth: u32) -> Option<()> {
+    fn value(&mut self, v: &'p Value, regs: &[u8], depth: u32) -> Option<()> {
         let depth = depth.checked_sub(1)?;
         let d = *regs.first()?;
+        if d == self.regs[0] {
+            self.known.value = None;
+        }
         match v {
             Value::Const(k) => self.asm.mov_ri(d, *k),
             Value::Len => self.asm.mov_rr(d, R8),
@@ -371,48 +529,7 @@ impl Ctx {
                 index: Some(i),
                 offset,
             } => {
-                self.value(i, regs, depth)?;
-                // d (upper half 0) + offset + size <= caplen, in 64 bits.
-                let m = if *offset <= i32::MAX as u32 - 4 {
-                    let end = *offset as i32 + size.bytes() as i32;
-                    self.asm.op_mem(
-                        None,
-                        true,
-                        &[0x8d],
-                        RAX,
-                        Mem {
-                            base: d,
-                            index: None,
-                            disp: end,
-                        },
-                    ); // lea rax
-                    Mem {
-                        base: RDI,
-                        index: Some(d),
-                        disp: *offset as i32,
-                    }
-                } else {
-                    self.asm.mov_ri(RAX, *offset);
-                    self.asm.op_rr(None, true, &[0x01], RAX, d); // add d64, rax
-                    self.asm.op_mem(
-                        None,
-                        true,
-                        &[0x8d],
-                        RAX,
-                        Mem {
-                            base: d,
-                            index: None,
-                            disp: size.bytes() as i32,
-                        },
-                    );
-                    Mem {
-                        base: RDI,
-                        index: Some(d),
-                        disp: 0,
-                    }
-                };
-                self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
-                self.asm.jcc(Cc::B, self.reject);
+                let m = self.indexed_operand(i, *offset, *size, regs, depth)?;
                 self.load(d, width(*size), m);
             }
             Value::Neg(a) => {
@@ -445,6 +562,10 @@ impl Ctx {
 
     /// `d = d op s`.
     fn bin_rr(&mut self, op: BinOp, d: u8, s: u8) {
+        if matches!(op, BinOp::Div | BinOp::Mod) {
+            // `div` takes rdx.
+            self.known.index = None;
+        }
         let a = &mut self.asm;
         match op {
             BinOp::Add => a.op_rr(None, false, &[0x01], s, d),
@@ -477,6 +598,10 @@ impl Ctx {
 
     /// `d = d op k`.
     fn bin_imm(&mut self, op: BinOp, d: u8, k: u32) {
+        if matches!(op, BinOp::Div | BinOp::Mod) {
+            // `div` takes rdx.
+            self.known.index = None;
+        }
         let reject = self.reject;
         let a = &mut self.asm;
         match op {
@@ -560,7 +685,8 @@ fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
         },
         reject: 0,
         regs: if count { &COUNT_REGS } else { &REGS },
-        known: 0,
+        known: Known::NOTHING,
+        operand_reused: false,
     };
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
