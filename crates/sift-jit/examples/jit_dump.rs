@@ -1,8 +1,8 @@
 //! Writes the machine code the JIT generates for an expression (Ethernet)
-//! to three files, for a disassembler: `PREFIX.pred.bin` (straight from the
-//! optimized predicate), `PREFIX.cbpf.bin` (from the classic BPF program,
-//! the default engine's path) and `PREFIX.count.bin` (the count function
-//! of the latter).
+//! to four files, for a disassembler: `PREFIX.pred.bin` (straight from the
+//! optimized predicate), `PREFIX.pred-count.bin` (its count function),
+//! `PREFIX.cbpf.bin` (from the classic BPF program) and `PREFIX.count.bin`
+//! (the count function of the latter).
 //!
 //! `cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX`, then
 //! `objdump -D -b binary -m i386:x86-64 PREFIX.pred.bin`.
@@ -81,6 +81,7 @@ fn main() {
     let via = cbpf(&optimized).expect("jit");
     for (name, code, insns) in [
         ("pred", direct.code_bytes(), 0),
+        ("pred-count", direct.count_code_bytes(), 0),
         ("cbpf", via.code_bytes(), via.insn_count()),
         ("count", via.count_code_bytes(), via.insn_count()),
     ] {

@@ -418,9 +418,25 @@ fn pooled_pred(rng: &mut Rng, depth: u32, pool: &[Value], indexes: &[Value]) -> 
     if depth == 0 || rng.chance(0.25) {
         return pooled_test(rng, pool, indexes);
     }
-    match rng.below(6) {
+    match rng.below(7) {
         0 => pooled_pred(rng, depth - 1, pool, indexes).not(),
         1..=3 => Pred::And((0..rng.below(5)).map(|_| pooled_pred(rng, depth - 1, pool, indexes)).collect()),
+        4 => {
+            // Alternatives starting with equality tests of one value (the
+            // shape of `ip or ip6 or arp` after factoring), some of them
+            // sets of constants, some constants repeated.
+            let x = rng.pick(pool).clone();
+            let eq = |rng: &mut Rng| Pred::eq(x.clone(), rng.below(4) as u32);
+            Pred::Or(
+                (0..rng.below(5))
+                    .map(|_| {
+                        let first = if rng.chance(0.2) { Pred::Or(vec![eq(rng), eq(rng)]) } else { eq(rng) };
+                        let rest = (0..rng.below(3)).map(|_| pooled_pred(rng, depth - 1, pool, indexes));
+                        Pred::And(std::iter::once(first).chain(rest).collect())
+                    })
+                    .collect(),
+            )
+        }
         _ => Pred::Or((0..rng.below(5)).map(|_| pooled_pred(rng, depth - 1, pool, indexes)).collect()),
     }
 }

@@ -152,6 +152,58 @@ fn same_operand(p: &Pred, q: &Pred) -> bool {
     }
 }
 
+/// The first test of `p` (`p` itself if it is no conjunction).
+fn head(p: &Pred) -> &Pred {
+    match p {
+        Pred::And(v) => v.first().unwrap_or(p),
+        _ => p,
+    }
+}
+
+/// `(x, c)` if `p` is the test `x == c` (a constant).
+fn as_eq(p: &Pred) -> Option<(&Value, u32)> {
+    match p {
+        Pred::Test(Test {
+            lhs,
+            op: CmpOp::Eq,
+            rhs: Value::Const(c),
+        }) => Some((lhs, *c)),
+        _ => None,
+    }
+}
+
+/// Whether `p` fails (without computing anything that could abort) where
+/// `x == c` held: `p` is `x == c'` or a disjunction of such tests, every
+/// `c'` other than `c`.
+fn excluded_by(x: &Value, c: u32, p: &Pred) -> bool {
+    let other = |q: &Pred| as_eq(q).is_some_and(|(y, d)| d != c && (std::ptr::eq(x, y) || *x == *y));
+    match p {
+        Pred::Or(v) => !v.is_empty() && v.iter().all(other),
+        _ => other(p),
+    }
+}
+
+/// How many alternatives after one may be skipped at most (a bound on the
+/// compile time of long disjunctions).
+const MAX_SKIP: usize = 64;
+
+/// For alternative `i` of a disjunction, `and(x == c, rest...)` with a
+/// rest: the first later alternative `k` (up to `items.len()`) whose
+/// first test is not [`excluded_by`] `x == c`, when that skips at least
+/// one.
+fn skip_to(items: &[Pred], i: usize) -> Option<usize> {
+    let Pred::And(parts) = &items[i] else {
+        return None;
+    };
+    if parts.len() < 2 {
+        return None;
+    }
+    let (x, c) = as_eq(&parts[0])?;
+    let later = &items[i + 1..items.len().min(i + 1 + MAX_SKIP)];
+    let excluded = later.iter().take_while(|q| excluded_by(x, c, head(q))).count();
+    (excluded > 0).then_some(i + 1 + excluded)
+}
+
 /// Whether two values held in registers are the same value.
 fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
@@ -238,43 +290,90 @@ impl<'p> Ctx<'p> {
                 let (kt, kf) = self.pred(q, f, t, next, depth)?;
                 (kf, kt)
             }
-            Pred::And(v) | Pred::Or(v) => {
-                let is_and = matches!(p, Pred::And(_));
-                let Some((last, init)) = v.split_last() else {
-                    // Empty and = true, empty or = false.
-                    let p = if is_and { &Pred::True } else { &Pred::False };
-                    return self.pred(p, t, f, next, depth);
-                };
-                // The exit the children share: f for and, t for or.
-                let mut shared = None;
-                for (i, q) in init.iter().enumerate() {
-                    self.operand_reused = same_operand(q, &v[i + 1]);
-                    let after = self.new_label();
-                    let (kt, kf) = if is_and {
-                        self.pred(q, after, f, after, depth)?
-                    } else {
-                        self.pred(q, t, after, after, depth)?
-                    };
-                    self.asm.bind(after);
-                    // The next child runs on the other exit.
-                    let (go_on, out) = if is_and { (kt, kf) } else { (kf, kt) };
-                    shared = meet(shared, out);
-                    self.known = go_on;
-                }
-                self.operand_reused = false;
-                let (kt, kf) = self.pred(last, t, f, next, depth)?;
-                if is_and {
-                    (kt, meet(shared, kf)?)
-                } else {
-                    (meet(shared, kt)?, kf)
-                }
-            }
+            Pred::And(v) => self.chain(v, true, t, f, next, depth)?,
+            Pred::Or(v) => self.chain(v, false, t, f, next, depth)?,
             Pred::Test(test) => {
                 self.test(test, t, f, next, depth)?;
                 // Every load of a test runs before either exit.
                 (self.known, self.known)
             }
         })
+    }
+
+    /// The conjunction (`is_and`) or disjunction of `items`, as
+    /// [`Ctx::pred`]. In a disjunction, an alternative `and(x == c, ...)`
+    /// whose rest fails after `x == c` held goes straight past the
+    /// alternatives that follow it and start with `x == c'` (`c' != c`, or
+    /// a disjunction of such tests): their first tests would compute `x`
+    /// again (pure, and it did not abort) and fail.
+    fn chain(
+        &mut self,
+        items: &'p [Pred],
+        is_and: bool,
+        t: usize,
+        f: usize,
+        next: usize,
+        depth: u32,
+    ) -> Option<(Known<'p>, Known<'p>)> {
+        let n = items.len();
+        if n == 0 {
+            // Empty and = true, empty or = false.
+            let p = if is_and { &Pred::True } else { &Pred::False };
+            return self.pred(p, t, f, next, depth);
+        }
+        // The label before item `i` (1 <= i < n) is `first + i - 1`.
+        let first = self.asm.labels.len();
+        for _ in 1..n {
+            self.new_label();
+        }
+        // What the jumps past excluded alternatives bring to item `i`
+        // (index `i`; `n`: the exit `f`), once there are any.
+        let mut skipped: Vec<Option<Known<'p>>> = Vec::new();
+        // What the exit the items share (f for and, t for or) gets.
+        let mut shared = None;
+        for (i, q) in items.iter().enumerate() {
+            let last = i + 1 == n;
+            let after = if last { next } else { first + i };
+            self.operand_reused = !last && same_operand(q, &items[i + 1]);
+            let (kt, kf) = if is_and {
+                self.pred(q, if last { t } else { after }, f, after, depth)?
+            } else {
+                let on_fail = if last { f } else { after };
+                match (q, skip_to(items, i)) {
+                    (Pred::And(parts), Some(k)) => {
+                        // The first test, then the rest, failing to item k.
+                        let to = if k == n { f } else { first + k - 1 };
+                        let passed = self.new_label();
+                        self.operand_reused = same_operand(&parts[0], &parts[1]);
+                        let (kt0, kf0) = self.pred(&parts[0], passed, on_fail, passed, depth)?;
+                        self.asm.bind(passed);
+                        self.known = kt0;
+                        let (kt1, kf1) = self.chain(&parts[1..], true, t, to, after, depth)?;
+                        if skipped.is_empty() {
+                            skipped.resize(n + 1, None);
+                        }
+                        skipped[k] = meet(skipped[k], kf1);
+                        (kt1, kf0)
+                    }
+                    _ => self.pred(q, t, on_fail, after, depth)?,
+                }
+            };
+            let (go_on, out) = if is_and { (kt, kf) } else { (kf, kt) };
+            if last {
+                let skipped = skipped.get(n).copied().flatten();
+                return Some(if is_and {
+                    (kt, meet(shared, kf)?)
+                } else {
+                    (meet(shared, kt)?, meet(skipped, kf)?)
+                });
+            }
+            shared = meet(shared, out);
+            self.asm.bind(after);
+            // The next item runs on the other exit (and on the jumps past
+            // excluded alternatives that lead to it).
+            self.known = meet(skipped.get(i + 1).copied().flatten(), go_on)?;
+        }
+        None
     }
 
     /// Whether the first value register holds `v` on every path here.
