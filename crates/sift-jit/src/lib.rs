@@ -349,8 +349,8 @@ impl JitFilter {
             _ => {}
         }
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = x64::pred::compile(pred, accept) {
-            let code = exec::ExecBuffer::new(&code).map_err(JitError::Memory)?;
+        if let Some(code) = x64::pred::compile(pred, accept, exec::ExecBuffer::new) {
+            let code = code.map_err(JitError::Memory)?;
             let source = CountSource::Pred(Box::new((pred.clone(), accept)));
             return Ok(Self::with_code(Some(code), source, 0, true));
         }
@@ -430,8 +430,7 @@ impl JitFilter {
                             .flatten()
                     }
                     CountSource::Pred(p) => {
-                        let (code, reads_len) = x64::pred::compile_count(&p.0, p.1)?;
-                        exec::CountBuffer::new(&code, reads_len).ok().map(Box::new)
+                        x64::pred::compile_count(&p.0, p.1, exec::CountBuffer::new)?.ok().map(Box::new)
                     }
                 }
             })

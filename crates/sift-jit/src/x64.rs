@@ -576,6 +576,29 @@ pub(crate) fn compile<R>(
     })
 }
 
+/// Runs `f` with the thread's scratch assembler (its buffers kept from one
+/// compile to the next, as [`compile`] does), emptied.
+fn with_scratch_asm<R>(f: impl FnOnce(&mut Asm) -> R) -> R {
+    let run = |asm: &mut Asm| {
+        asm.code.clear();
+        asm.start(0);
+        f(asm)
+    };
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let done = run(&mut scratch.asm);
+            if scratch.asm.code.capacity() > SCRATCH_KEEP {
+                scratch.asm = Asm::EMPTY;
+            }
+            done
+        }
+        Err(_) => {
+            let mut fresh = Asm::EMPTY;
+            run(&mut fresh)
+        }
+    })
+}
+
 fn compile_with<R>(
     scratch: &mut Scratch,
     prog: &[Insn],

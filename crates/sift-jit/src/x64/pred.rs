@@ -768,7 +768,7 @@ fn reads_len(p: &Pred) -> bool {
 /// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
 /// distance; the wire length of the packet goes to `r8d`). Also returns
 /// whether the code reads the wire length.
-fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
+fn emit<'p>(pred: &'p Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
     let regs = max_need(pred, MAX_DEPTH)?;
     let reads_len = count && reads_len(pred);
     let saved: &[u8] = if count {
@@ -778,15 +778,27 @@ fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
         REGS.get(FREE_REGS..regs.max(FREE_REGS))?
     };
     let mut cx = Ctx {
-        asm: Asm {
-            code: Vec::with_capacity(256),
-            ..Asm::default()
-        },
+        asm: std::mem::take(asm),
         reject: 0,
         regs: if count { &COUNT_REGS } else { &REGS },
         known: Known::NOTHING,
         operand_reused: false,
     };
+    let done = emit_body(&mut cx, pred, accept, count, reads_len, saved);
+    // The buffers go back to the scratch assembler in any case.
+    *asm = cx.asm;
+    done.map(|()| reads_len)
+}
+
+/// [`emit`]'s code, into `cx`; `saved`: the value registers pushed.
+fn emit_body<'p>(
+    cx: &mut Ctx<'p>,
+    pred: &'p Pred,
+    accept: u32,
+    count: bool,
+    reads_len: bool,
+    saved: &[u8],
+) -> Option<()> {
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
     let (top, done) = (cx.new_label(), cx.new_label());
@@ -851,7 +863,7 @@ fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
             cx.asm.bytes(&[0x41, 0x5d]); // pop r13
         }
         cx.asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
-        return Some((cx.asm, reads_len));
+        return Some(());
     }
     for (label, value) in [(accept_label, accept), (cx.reject, 0)] {
         cx.asm.bind(label);
@@ -862,25 +874,29 @@ fn emit(pred: &Pred, accept: u32, count: bool) -> Option<(Asm, bool)> {
         }
         cx.asm.byte(0xc3);
     }
-    Some((cx.asm, false))
+    Some(())
 }
 
 /// Compiles a predicate to a function returning `accept` when it holds and
-/// 0 when it does not or evaluation aborts. `None`: too deep or too many
-/// registers needed.
-pub(crate) fn compile(pred: &Pred, accept: u32) -> Option<Vec<u8>> {
-    let (mut asm, _) = emit(pred, accept, false)?;
-    asm.finish()?;
-    Some(asm.code)
+/// 0 when it does not or evaluation aborts, and hands its code to
+/// `install`. `None`: too deep or too many registers needed.
+pub(crate) fn compile<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    with_scratch_asm(|asm| {
+        emit(pred, accept, false, asm)?;
+        asm.finish()?;
+        Some(install(&asm.code))
+    })
 }
 
 /// Compiles a predicate to a count function (the signature of the cBPF
 /// compiler's, see `x64`'s module documentation) counting the packets for
-/// which it holds (`accept` non-zero) and whether that reads the wire
-/// lengths. `None`: too deep, or more registers needed than a count
-/// function has.
-pub(crate) fn compile_count(pred: &Pred, accept: u32) -> Option<(Vec<u8>, bool)> {
-    let (mut asm, reads_len) = emit(pred, accept, true)?;
-    asm.finish()?;
-    Some((asm.code, reads_len))
+/// which it holds (`accept` non-zero), and hands its code and whether it
+/// reads the wire lengths to `install`. `None`: too deep, or more
+/// registers needed than a count function has.
+pub(crate) fn compile_count<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8], bool) -> R) -> Option<R> {
+    with_scratch_asm(|asm| {
+        let reads_len = emit(pred, accept, true, asm)?;
+        asm.finish()?;
+        Some(install(&asm.code, reads_len))
+    })
 }
