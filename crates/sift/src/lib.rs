@@ -521,7 +521,7 @@ mod tests {
         let hosts: Vec<String> = (0..1200).map(|i| format!("host 10.0.{}.{}", i / 250, i % 250)).collect();
         let expr = format!("{} or tcp port 80", hosts.join(" or "));
         let opts = CompileOptions::default();
-        let err = compile(&expr, &opts).err().expect("too large");
+        let err = compile(&expr, &opts).expect_err("too large");
         assert!(matches!(err, Error::Codegen(_)), "{err:?}");
         assert_eq!(Filter::with_engine(&expr, &opts, Engine::Interp).err(), Some(err.clone()));
         let reference = Filter::with_engine(&expr, &opts, Engine::Reference).expect("reference");
