@@ -256,8 +256,9 @@ pub struct UpdateMeasurement {
     /// Slowest sample, ns.
     pub max_ns: u64,
     /// Why the strategy could not perform the update (no samples then), e.g.
-    /// sift's static program of 201 connections is past the 4096-instruction
-    /// limit of classic BPF.
+    /// the expression does not compile. (sift's JIT compiles the predicate
+    /// directly, so filters past the 4096-instruction limit of classic BPF
+    /// are no such case.)
     pub error: Option<String>,
 }
 

@@ -552,10 +552,12 @@ impl Capture {
     /// The classic BPF program of the filter installed with
     /// [`Capture::set_filter`] (what the kernel runs, behind the VLAN
     /// prefix or rewritten for cooked mode, when the placement is
-    /// [`Placement::Kernel`]); `None` without one or for a live filter.
+    /// [`Placement::Kernel`]); `None` without one, for a live filter, or
+    /// for a filter too large for classic BPF (`sift::Filter::program`
+    /// fails; it runs in user space).
     pub fn filter_program(&self) -> Option<&[Insn]> {
         match &self.filter {
-            Some(UserPredicate::Static(f)) => Some(f.program()),
+            Some(UserPredicate::Static(f)) => f.program().ok(),
             _ => None,
         }
     }
@@ -598,11 +600,7 @@ impl Capture {
                 Placement::None
             }
             (Some(f), Framing::CookedSll2) => {
-                let kernel = if kernel_runs_exactly(f.program()) {
-                    cooked_program(f.program())
-                } else {
-                    None
-                };
+                let kernel = kernel_program(f).and_then(cooked_program);
                 match kernel.map(|prog| sys::attach_filter(&self.fd, &prog)) {
                     Some(Ok(())) => Placement::Kernel,
                     _ => {
@@ -612,21 +610,20 @@ impl Capture {
                     }
                 }
             }
-            (Some(f), Framing::Raw { .. }) if !kernel_runs_exactly(f.program()) => {
-                let _ = sys::attach_filter(&self.fd, &accept_all);
-                Placement::Userland
-            }
-            (Some(f), Framing::Raw { .. }) => {
-                let prog = vlan_passthrough(f.program(), self.snaplen);
-                match sys::attach_filter(&self.fd, &prog) {
+            (Some(f), Framing::Raw { .. }) => match kernel_program(f) {
+                None => {
+                    let _ = sys::attach_filter(&self.fd, &accept_all);
+                    Placement::Userland
+                }
+                Some(program) => match sys::attach_filter(&self.fd, &vlan_passthrough(program, self.snaplen)) {
                     Ok(()) => Placement::Kernel,
                     Err(_) => {
                         sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"))?;
                         let _ = sys::attach_filter(&self.fd, &accept_all);
                         Placement::Userland
                     }
-                }
-            }
+                },
+            },
         };
         self.filter = filter.map(UserPredicate::Static);
         self.placement = placement;
@@ -771,6 +768,12 @@ fn interface_drops_in(dir: &std::path::Path) -> u64 {
                 .unwrap_or(0)
         })
         .fold(0u64, u64::saturating_add)
+}
+
+/// The classic BPF program of `filter` if the kernel may run it: there is
+/// one (`sift::Filter::program`) and [`kernel_runs_exactly`] holds.
+fn kernel_program(filter: &Filter) -> Option<&[Insn]> {
+    filter.program().ok().filter(|p| kernel_runs_exactly(p))
 }
 
 /// Can the kernel run `prog` with libpcap's semantics on every packet?
@@ -1296,16 +1299,16 @@ mod tests {
             ..Default::default()
         };
         let f = |e: &str| sift::Filter::new(e, &o).unwrap();
-        let p = cooked_program(f("udp dst port 1000").program()).unwrap();
+        let p = cooked_program(f("udp dst port 1000").program().unwrap()).unwrap();
         assert_eq!(p[0], Insn::stmt(0x28, 0xffff_f000)); // ldh [protocol]
         assert!(p.contains(&Insn::stmt(0xb1, 0))); // ldxb 4*([0]&0xf)
         assert!(p.contains(&Insn::stmt(0x48, 2))); // ldh [x + 2]
-        let p = cooked_program(f("inbound and ifindex 3").program()).unwrap();
+        let p = cooked_program(f("inbound and ifindex 3").program().unwrap()).unwrap();
         assert_eq!(p[0], Insn::stmt(0x30, 0xffff_f004));
         assert_eq!(p[2], Insn::stmt(0x20, 0xffff_f008));
-        assert!(cooked_program(f("greater 100").program()).is_none());
-        assert!(cooked_program(f("ether[2] = 1").program()).is_none());
-        assert!(cooked_program(f("ether[ether[0]] = 1").program()).is_none());
+        assert!(cooked_program(f("greater 100").program().unwrap()).is_none());
+        assert!(cooked_program(f("ether[2] = 1").program().unwrap()).is_none());
+        assert!(cooked_program(f("ether[ether[0]] = 1").program().unwrap()).is_none());
     }
 
     trait ProgramOf {
@@ -1313,7 +1316,7 @@ mod tests {
     }
     impl<F: Fn(&str) -> sift::Filter> ProgramOf for F {
         fn program_of(&self, e: &str) -> &'static [Insn] {
-            Box::leak(Box::new(self(e))).program()
+            Box::leak(Box::new(self(e))).program().unwrap()
         }
     }
 

@@ -1377,7 +1377,7 @@ fn no_optimize_reaches_the_live_capture_filter() {
             optimize,
             ..Default::default()
         };
-        sift::Filter::new(expr, &o).unwrap().program().to_vec()
+        sift::Filter::new(expr, &o).unwrap().program().unwrap().to_vec()
     };
     let (optimized, unoptimized) = (compiled(true), compiled(false));
     assert_ne!(optimized, unoptimized, "pick an expression the optimizer changes");

@@ -269,7 +269,7 @@ fn run(a: &Args) -> Result<ExitCode, Fail> {
             }
         };
         let filter = build_filter(a, &expr, &opts, engine)?;
-        print_program(a.dump, filter.program())?;
+        print_program(a.dump, filter.program().map_err(compile_error)?)?;
         return Ok(ExitCode::SUCCESS);
     }
 

@@ -29,7 +29,9 @@
 //! ```
 //!
 //! [`JitFilter::from_pred`] compiles a `sift_ir::Pred` straight to machine
-//! code (no cBPF in between) with the semantics of `sift_ir::eval`.
+//! code (no cBPF in between) with the semantics of `sift_ir::eval`;
+//! [`JitFilter::from_shared_pred`] does so from a predicate shared with the
+//! caller (`Arc`), which the filter keeps for its count function.
 //!
 //! What the generated code does: A and X live in `eax`/`ecx`, the packet
 //! pointer and captured length in `rdi`/`rsi`, scratch memory in the stack
@@ -71,6 +73,7 @@ use sift_bpf::validate::ValidateErrorKind;
 use sift_bpf::Insn;
 use sift_ir::Pred;
 use std::fmt;
+use std::sync::Arc;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[allow(unsafe_code)]
@@ -228,11 +231,12 @@ enum CountSource {
     None,
     /// The classic BPF program the filter was compiled from.
     Program(Box<[Insn]>),
-    /// The predicate the filter was compiled from, and its accept value.
-    Pred(Box<(Pred, u32)>),
+    /// The predicate the filter was compiled from (shared with the
+    /// caller, not copied), and its accept value.
+    Pred(Arc<Pred>, u32),
 }
 
-/// A classic BPF program compiled to native code.
+/// A classic BPF program or a predicate compiled to native code.
 ///
 /// Immutable once built (but for the count function, compiled on first
 /// use); `Send + Sync`, so one filter can run on many threads. Dropping it
@@ -246,7 +250,7 @@ pub struct JitFilter {
     /// The count function, compiled from `prog` by the first
     /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
     /// inside: the filter has none). Boxed: a filter is moved around
-    /// whole and most are never counted with; kept small (112 bytes; test
+    /// whole and most are never counted with; kept small (120 bytes; test
     /// `a_filter_is_small`), it is copied without a call to `memcpy`.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     count: std::sync::OnceLock<Option<Box<exec::CountBuffer>>>,
@@ -341,24 +345,35 @@ impl JitFilter {
     /// nine registers go
     /// through `sift_bpf::codegen` and [`JitFilter::from_program`] instead;
     /// [`JitFilter::insn_count`] is then the cBPF length (0 for the direct
-    /// path).
+    /// path). The filter keeps a copy of `pred` for its count function;
+    /// [`JitFilter::from_shared_pred`] shares the caller's instead.
     pub fn from_pred_with(pred: &Pred, accept: u32) -> Result<JitFilter, JitError> {
         match pred {
+            Pred::True => Ok(Self::constant(0, accept)),
+            Pred::False => Ok(Self::constant(0, 0)),
+            _ => Self::from_shared_pred(Arc::new(pred.clone()), accept),
+        }
+    }
+
+    /// [`JitFilter::from_pred_with`] on a shared predicate: the filter
+    /// keeps `pred` itself (one more reference, no copy of the tree) to
+    /// compile its count function from on first use.
+    pub fn from_shared_pred(pred: Arc<Pred>, accept: u32) -> Result<JitFilter, JitError> {
+        match *pred {
             Pred::True => return Ok(Self::constant(0, accept)),
             Pred::False => return Ok(Self::constant(0, 0)),
             _ => {}
         }
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = x64::pred::compile(pred, accept, exec::ExecBuffer::new) {
+        if let Some(code) = x64::pred::compile(&pred, accept, exec::ExecBuffer::new) {
             let code = code.map_err(JitError::Memory)?;
-            let source = CountSource::Pred(Box::new((pred.clone(), accept)));
-            return Ok(Self::with_code(Some(code), source, 0, true));
+            return Ok(Self::with_code(Some(code), CountSource::Pred(pred, accept), 0, true));
         }
         if !Self::is_supported() {
             return Err(JitError::Unsupported);
         }
         let opts = sift_bpf::codegen::CodegenOptions { snaplen: accept };
-        let prog = sift_bpf::codegen::compile(pred, &opts).map_err(JitError::Codegen)?;
+        let prog = sift_bpf::codegen::compile(&pred, &opts).map_err(JitError::Codegen)?;
         Self::from_program(&prog)
     }
 
@@ -429,8 +444,8 @@ impl JitFilter {
                             .ok()
                             .flatten()
                     }
-                    CountSource::Pred(p) => {
-                        x64::pred::compile_count(&p.0, p.1, exec::CountBuffer::new)?.ok().map(Box::new)
+                    CountSource::Pred(pred, accept) => {
+                        x64::pred::compile_count(pred, *accept, exec::CountBuffer::new)?.ok().map(Box::new)
                     }
                 }
             })
@@ -619,7 +634,7 @@ mod tests {
     /// `memcpy` (see `JitFilter::count`).
     #[test]
     fn a_filter_is_small() {
-        assert!(std::mem::size_of::<super::JitFilter>() <= 128);
+        assert!(std::mem::size_of::<super::JitFilter>() <= 128, "{}", std::mem::size_of::<super::JitFilter>());
     }
 
     /// `JitFilter::from_program` refuses exactly the programs

@@ -99,7 +99,9 @@ pub trait Engines: Sync {
         pred.clone()
     }
     /// Prepares sift's JIT straight from a predicate, returning `snaplen`
-    /// on accept (`None`: not part of this engine set or platform).
+    /// on accept (`None`: not part of this engine set or platform): given
+    /// the optimized predicate, what `sift::Engine::Jit` (the default
+    /// engine) runs.
     fn jit_pred(&self, _pred: &Pred, _snaplen: u32) -> Option<Result<Interp, String>> {
         None
     }

@@ -3,11 +3,15 @@
 //! The whole pipeline, one stage per crate:
 //!
 //! ```text
-//! text ──parse──▶ AST ──lower(link type)──▶ predicate IR ──optimize──▶ predicate IR ──codegen──▶ classic BPF
-//!      sift-syntax        sift-ir                      sift-ir::opt     │         sift-bpf      │
-//!                                                                       └─▶ JIT (sift-jit)      ├─▶ interpreter
-//!                                                                                               └─▶ kernel
+//! text ──parse──▶ AST ──lower(link type)──▶ predicate IR ──optimize──▶ predicate IR ──JIT──▶ x86-64 code
+//!      sift-syntax        sift-ir                      sift-ir::opt     │         sift-jit
+//!                                                                       └─codegen──▶ classic BPF ──▶ interpreter
+//!                                                                         sift-bpf  (on demand)  └─▶ kernel, -d
 //! ```
+//!
+//! The JIT (the default engine on x86-64 Linux) compiles the optimized
+//! predicate directly; classic BPF is generated only for what needs it: the
+//! interpreter, the kernel, and [`Filter::program`] (on its first call).
 //!
 //! The optimizer is on by default; [`CompileOptions::optimize`] `= false`
 //! (the CLI's `-O`, as in tcpdump) compiles the lowered predicate as it is.
@@ -25,6 +29,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 
 pub use sift_bpf::Insn;
 pub use sift_ir::{LinkType, Pred};
@@ -102,7 +107,8 @@ pub enum Error {
         error: sift_syntax::Error,
     },
     /// The expression is valid but cannot be turned into classic BPF
-    /// (too large, too many scratch registers).
+    /// (too large, too many scratch registers): from [`compile`], from
+    /// [`Filter::program`], and from engines that run classic BPF.
     Codegen(String),
     /// A classic BPF program (e.g. from `--bpf-file`) failed validation.
     Program(String),
@@ -161,13 +167,16 @@ pub fn lower_optimized(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter
 /// Compiles `expr` through every stage to classic BPF.
 pub fn compile(expr: &str, opts: &CompileOptions) -> Result<Compiled, Error> {
     let (ast, pred, optimized) = lower_optimized(expr, opts)?;
-    let program = codegen(&optimized, opts)?;
+    let program = codegen(&optimized, opts.snaplen)?;
     Ok(Compiled { ast, pred, optimized, program })
 }
 
-fn codegen(pred: &Pred, opts: &CompileOptions) -> Result<Vec<Insn>, Error> {
-    sift_bpf::codegen::compile(pred, &sift_bpf::codegen::CodegenOptions { snaplen: opts.snaplen })
-        .map_err(|e| Error::Codegen(e.to_string()))
+fn codegen(pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, Error> {
+    sift_bpf::codegen::compile(pred, &sift_bpf::codegen::CodegenOptions { snaplen }).map_err(codegen_error)
+}
+
+fn codegen_error(e: sift_bpf::codegen::CodegenError) -> Error {
+    Error::Codegen(e.to_string())
 }
 
 /// The engines that can run a filter.
@@ -177,7 +186,10 @@ pub enum Engine {
     /// interpreter elsewhere.
     #[default]
     Meta,
-    /// Native x86-64 code compiled from the (optimized) classic BPF program.
+    /// Native x86-64 code compiled straight from the optimized predicate
+    /// (`sift_jit::JitFilter::from_shared_pred`: no classic BPF in
+    /// between); predicates the direct compiler refuses (`protochain`,
+    /// very deep or register-hungry trees) go through classic BPF.
     Jit,
     /// The classic BPF interpreter (libpcap `bpf_filter` semantics).
     Interp,
@@ -243,9 +255,19 @@ impl Runner {
 }
 
 /// A compiled filter, ready to run on packets.
+///
+/// It keeps the predicate it was compiled from (the optimizer's output,
+/// shared with the JIT: no copy of the tree), from which
+/// [`Filter::program`] generates the classic BPF program on its first call;
+/// engines that run classic BPF (the interpreter) generate it at once.
 pub struct Filter {
     runner: Runner,
-    program: Vec<Insn>,
+    /// The predicate `program` is generated from and what an accepting
+    /// program returns; `None` for a filter made from a program
+    /// ([`Filter::from_program`]).
+    source: Option<(Arc<Pred>, u32)>,
+    /// The classic BPF program, or why there is none, once generated.
+    program: OnceLock<Result<Vec<Insn>, Error>>,
 }
 
 impl Filter {
@@ -255,11 +277,17 @@ impl Filter {
     }
 
     /// Compiles `expr` for `engine`.
+    ///
+    /// Classic BPF is generated here only for the interpreter (also when
+    /// [`Engine::Meta`] falls back to it): a filter too large for classic
+    /// BPF (the kernel's 4096 instructions) runs on the JIT, the dynamic
+    /// engine and the reference evaluator, and fails with
+    /// [`Error::Codegen`] on the interpreter and in [`Filter::program`].
     pub fn with_engine(expr: &str, opts: &CompileOptions, engine: Engine) -> Result<Filter, Error> {
         // The stages of `compile`, keeping only what the engine needs: the
         // lowered predicate is optimized in place unless the dynamic engine
         // or the reference evaluator wants it as it is (no copy of the tree).
-        let (pred, optimized) = match engine {
+        let (lowered, optimized) = match engine {
             Engine::Dynamic | Engine::DynamicOrJit | Engine::Reference => {
                 let (_, lowered, optimized) = lower_optimized(expr, opts)?;
                 (Some(lowered), optimized)
@@ -269,24 +297,30 @@ impl Filter {
                 (None, if opts.optimize { sift_ir::opt::optimize_owned(lowered) } else { lowered })
             }
         };
-        let program = codegen(&optimized, opts)?;
-        let interp = |program: &[Insn]| {
+        let optimized = Arc::new(optimized);
+        let program = OnceLock::new();
+        let interp = || {
+            let program = program.get_or_init(|| codegen(&optimized, opts.snaplen)).as_deref().map_err(Error::clone)?;
             sift_bpf::interp::Program::new(program).map(Runner::Interp).map_err(|e| Error::Program(e.to_string()))
         };
-        // The JIT compiles the classic BPF program rather than the predicate
-        // (`JitFilter::from_pred_with`): the cBPF optimizer underneath shares
-        // loads and regroups compares of one value, which the direct path
-        // does not do yet; `sift bench --engines jit,jit-pred` compares them.
-        let jit = || sift_jit::JitFilter::from_program(&program);
+        // The JIT compiles the optimized predicate itself (falling back to
+        // classic BPF for what the direct compiler refuses); `sift bench
+        // --engines jit,jit-cbpf` compares it with the JIT of the optimized
+        // cBPF program.
+        let jit = || sift_jit::JitFilter::from_shared_pred(Arc::clone(&optimized), opts.snaplen);
+        let jit_or_interp = || match jit() {
+            Ok(j) => Ok(Runner::Jit(j)),
+            Err(_) => interp(),
+        };
         let runner = match engine {
-            Engine::Meta => match jit() {
-                Ok(j) => Runner::Jit(j),
-                Err(_) => interp(&program)?,
-            },
-            Engine::Jit => Runner::Jit(jit().map_err(|e| Error::Engine(format!("jit: {e}")))?),
-            Engine::Interp => interp(&program)?,
+            Engine::Meta => jit_or_interp()?,
+            Engine::Jit => Runner::Jit(jit().map_err(|e| match e {
+                sift_jit::JitError::Codegen(e) => codegen_error(e),
+                e => Error::Engine(format!("jit: {e}")),
+            })?),
+            Engine::Interp => interp()?,
             Engine::Dynamic => {
-                let pred = pred.as_ref().unwrap_or(&optimized);
+                let pred = lowered.as_ref().unwrap_or(&optimized);
                 let hint = "engine dynamic-or-jit runs such a filter with the JIT";
                 Runner::Dynamic(
                     sift_dynamic::DynamicFilter::from_pred(pred, opts.linktype)
@@ -294,19 +328,16 @@ impl Filter {
                 )
             }
             Engine::DynamicOrJit => {
-                match sift_dynamic::DynamicFilter::from_pred(pred.as_ref().unwrap_or(&optimized), opts.linktype) {
+                match sift_dynamic::DynamicFilter::from_pred(lowered.as_ref().unwrap_or(&optimized), opts.linktype) {
                     Ok(d) => Runner::Dynamic(d),
-                    Err(_) => match jit() {
-                        Ok(j) => Runner::Jit(j),
-                        Err(_) => interp(&program)?,
-                    },
+                    Err(_) => jit_or_interp()?,
                 }
             }
             // The oracle evaluates the predicate as lowered, not the
             // optimizer's output (`-O` or not, verdicts are the same).
-            Engine::Reference => Runner::Reference(pred.unwrap_or(optimized)),
+            Engine::Reference => Runner::Reference(lowered.unwrap_or_else(|| Pred::clone(&optimized))),
         };
-        Ok(Filter { runner, program })
+        Ok(Filter { runner, source: Some((optimized, opts.snaplen)), program })
     }
 
     /// A filter from a classic BPF program written elsewhere (e.g. `tcpdump
@@ -320,7 +351,7 @@ impl Filter {
                 sift_bpf::interp::Program::new(&program).map_err(|e| Error::Program(e.to_string()))?,
             ),
         };
-        Ok(Filter { runner, program })
+        Ok(Filter { runner, source: None, program: OnceLock::from(Ok(program)) })
     }
 
     /// Does the packet (`data` = captured bytes, `wire_len` = original length) match?
@@ -368,8 +399,156 @@ impl Filter {
         }
     }
 
-    /// The classic BPF program (what `-d` prints and the kernel would run).
-    pub fn program(&self) -> &[Insn] {
-        &self.program
+    /// The classic BPF program (what `-d` prints and the kernel would
+    /// run), the same as [`compile`]'s: generated from the optimized
+    /// predicate on the first call (unless the engine needed it), then kept.
+    /// Fails with [`Error::Codegen`] for a filter classic BPF cannot
+    /// express (more than the kernel's 4096 instructions, too many scratch
+    /// registers), which the JIT, the dynamic engine and the reference
+    /// evaluator run all the same.
+    pub fn program(&self) -> Result<&[Insn], Error> {
+        self.program
+            .get_or_init(|| match &self.source {
+                Some((pred, snaplen)) => codegen(pred, *snaplen),
+                // Not reached: a filter without a predicate was made from
+                // its program.
+                None => Err(Error::Program("no program".into())),
+            })
+            .as_deref()
+            .map_err(Error::clone)
+    }
+
+    /// The size in bytes of the machine code of the JIT's per-packet
+    /// function when the JIT runs the filter ([`Filter::engine`] is
+    /// [`Engine::Jit`]; 0 for a constant filter), else `None`.
+    pub fn code_size(&self) -> Option<usize> {
+        match &self.runner {
+            Runner::Jit(j) => Some(j.code_size()),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sift_testkit::{exprs, packets, Rng};
+
+    /// Random packets for `lt`.
+    fn packets(rng: &mut Rng, lt: LinkType, n: usize) -> Vec<(Vec<u8>, u32)> {
+        (0..n).map(|_| packets::random_packet(rng, lt)).collect()
+    }
+
+    /// Whether the JIT runs `f` from machine code compiled straight from
+    /// the predicate (no classic BPF: `insn_count` 0), `None` if the JIT
+    /// does not run it.
+    fn direct(f: &Filter) -> Option<bool> {
+        match &f.runner {
+            Runner::Jit(j) => Some(j.insn_count() == 0),
+            _ => None,
+        }
+    }
+
+    /// `f`'s verdicts equal `want`'s on `packets`, one by one and counted.
+    fn same_verdicts(f: &Filter, want: &Filter, packets: &[(Vec<u8>, u32)], what: &str) {
+        for (data, wire) in packets {
+            assert_eq!(f.matches(data, *wire), want.matches(data, *wire), "{what}: {data:02x?} (wire {wire})");
+        }
+        fn parts(p: &(Vec<u8>, u32)) -> (&[u8], u32) {
+            (&p.0, p.1)
+        }
+        assert_eq!(f.count_matches(packets, parts), want.count_matches(packets, parts), "{what}: count");
+    }
+
+    /// The JIT engine compiles the optimized predicate directly (classic
+    /// BPF for `protochain`) and gives the interpreter's verdicts; the
+    /// program generated on demand is `compile`'s, for every engine.
+    #[test]
+    fn jit_from_the_predicate_runs_as_the_interpreter() {
+        let mut rng = Rng::new(0x5eed_fa0d);
+        let lt = LinkType::EN10MB;
+        let pkts = packets(&mut rng, lt, 3000);
+        let opts = CompileOptions::default();
+        let mut fixed: Vec<String> = [
+            "tcp",
+            "tcp port 80",
+            "ip host 10.0.0.1 and (tcp or udp)",
+            "vlan and ip6 and udp dst port 53",
+            "tcp[tcpflags] & (tcp-syn|tcp-ack) = tcp-syn",
+            "ip[2:2] - ((ip[0] & 0xf) << 2) > 40",
+            "ip protochain 6",
+            "ip6 protochain 17 or tcp port 22",
+            "not ip protochain 1",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let chosen = fixed.len();
+        fixed.extend((0..300).map(|_| exprs::random_expr(&mut rng, lt)));
+        let (mut directs, mut fallbacks) = (0, 0);
+        for (i, expr) in fixed.iter().enumerate() {
+            let Ok(compiled) = compile(expr, &opts) else { continue };
+            let interp = Filter::with_engine(expr, &opts, Engine::Interp).expect("interp");
+            for engine in [Engine::Jit, Engine::Meta, Engine::DynamicOrJit, Engine::Interp] {
+                let f = Filter::with_engine(expr, &opts, engine).expect("compiles");
+                same_verdicts(&f, &interp, &pkts, &format!("{expr:?} on {engine:?}"));
+                assert_eq!(f.program(), Ok(compiled.program.as_slice()), "{expr:?} on {engine:?}");
+                if engine == Engine::Jit {
+                    match direct(&f) {
+                        Some(true) => directs += 1,
+                        Some(false) => fallbacks += 1,
+                        None => {}
+                    }
+                    // (The optimizer may drop a random expression's `protochain`.)
+                    if sift_jit::JitFilter::is_supported() && i < chosen && !expr.is_empty() {
+                        let protochain = expr.contains("protochain");
+                        assert_eq!(direct(&f), Some(!protochain), "{expr:?}: direct path");
+                    }
+                }
+            }
+        }
+        if sift_jit::JitFilter::is_supported() {
+            assert!(directs > 200 && fallbacks >= 3, "{directs} {fallbacks}");
+        }
+    }
+
+    /// A filter too large for classic BPF runs on the JIT (and the engines
+    /// that need no classic BPF) with the reference evaluator's verdicts;
+    /// its program, and the interpreter, fail as `compile` does.
+    #[test]
+    fn too_large_for_classic_bpf() {
+        let hosts: Vec<String> = (0..1200).map(|i| format!("host 10.0.{}.{}", i / 250, i % 250)).collect();
+        let expr = format!("{} or tcp port 80", hosts.join(" or "));
+        let opts = CompileOptions::default();
+        let err = compile(&expr, &opts).expect_err("too large");
+        assert!(matches!(err, Error::Codegen(_)), "{err:?}");
+        assert_eq!(Filter::with_engine(&expr, &opts, Engine::Interp).err(), Some(err.clone()));
+        let reference = Filter::with_engine(&expr, &opts, Engine::Reference).expect("reference");
+        assert_eq!(reference.program().err(), Some(err.clone()));
+        let mut rng = Rng::new(0x5eed_fa0e);
+        let pkts = packets(&mut rng, LinkType::EN10MB, 2000);
+        for engine in [Engine::Jit, Engine::Meta, Engine::DynamicOrJit] {
+            match Filter::with_engine(&expr, &opts, engine) {
+                Ok(f) => {
+                    assert_eq!(direct(&f), Some(true), "{engine:?}");
+                    same_verdicts(&f, &reference, &pkts, &format!("{engine:?}"));
+                    assert_eq!(f.program().err(), Some(err.clone()));
+                }
+                // No JIT here: the interpreter needs the program.
+                Err(e) => assert!(!sift_jit::JitFilter::is_supported() && e == err, "{engine:?}: {e}"),
+            }
+        }
+        let matched = pkts.iter().filter(|(d, w)| reference.matches(d, *w)).count();
+        assert!(matched > 0, "no packet matches");
+    }
+
+    /// A filter keeps one optimized predicate, shared with its JIT code.
+    #[test]
+    fn the_predicate_is_shared() {
+        let f = Filter::with_engine("tcp port 80", &CompileOptions::default(), Engine::Jit).expect("compiles");
+        let (pred, _) = f.source.as_ref().expect("from an expression");
+        let users = if matches!(direct(&f), Some(true)) { 2 } else { 1 };
+        assert_eq!(Arc::strong_count(pred), users);
     }
 }
