@@ -10,7 +10,11 @@
 //! load index (or `div`'s high half).
 //!
 //! The predicate tree becomes jumps between an accept and a reject exit,
-//! each test falling through to whatever code comes next. What every path
+//! each test falling through to whatever code comes next. One walk before
+//! emission ([`scan`]) finds the registers the tests need and a length
+//! every accepted packet has (the loads on every path to the accept exit):
+//! one bounds check against it comes first (length-check hoisting), and the
+//! loads ending within it need none. What every path
 //! to a test has established is tracked through `and`/`or`/`not` (the
 //! facts of each exit met where exits join, [`Known`]): a captured length
 //! checked (absolute loads ending within it skip their bounds check); the
@@ -87,32 +91,78 @@ fn is_raw_compare(t: &Test) -> bool {
     }
 }
 
-/// The registers the tests of `p` need (the largest over its tests).
-fn max_need(p: &Pred, depth: u32) -> Option<usize> {
+/// The registers test `t` needs.
+fn test_need(t: &Test, depth: u32) -> Option<usize> {
+    Some(match (&t.lhs, &t.rhs) {
+        (Value::Const(_), Value::Const(_)) => 0,
+        _ if is_raw_compare(t) => 0,
+        (v, Value::Const(_)) | (Value::Const(_), v) => need(v, depth)?,
+        (a, b) => {
+            let (na, nb) = (need(a, depth)?, need(b, depth)?);
+            if na == nb {
+                na + 1
+            } else {
+                na.max(nb)
+            }
+        }
+    })
+}
+
+/// The largest `offset + size` of the loads computing `v`: a captured
+/// length the packet has if they do not abort (an indexed load's index
+/// only adds to it).
+fn load_end(v: &Value, depth: u32) -> Option<u64> {
+    let depth = depth.checked_sub(1)?;
+    Some(match v {
+        Value::Const(_) | Value::Len | Value::Protochain { .. } => 0,
+        Value::Load { size, index, offset } => {
+            let end = u64::from(*offset) + u64::from(size.bytes());
+            match index {
+                Some(i) => end.max(load_end(i, depth)?),
+                None => end,
+            }
+        }
+        Value::Neg(a) => load_end(a, depth)?,
+        Value::Bin(_, a, b) => load_end(a, depth)?.max(load_end(b, depth)?),
+    })
+}
+
+/// One walk over `p` before code is emitted: raises `regs` to the
+/// registers its tests need, and returns the captured lengths every path
+/// to its true exit, and every path to its false exit, has shown the
+/// packet to have (by loads that did not abort), given `entry` on entry
+/// (`u64::MAX`: no path gets there).
+fn scan(p: &Pred, entry: u64, regs: &mut usize, depth: u32) -> Option<(u64, u64)> {
     let depth = depth.checked_sub(1)?;
     Some(match p {
-        Pred::True | Pred::False => 0,
-        Pred::Not(q) => max_need(q, depth)?,
-        Pred::And(v) | Pred::Or(v) => {
-            let mut m = 0;
-            for q in v {
-                m = m.max(max_need(q, depth)?);
-            }
-            m
+        Pred::True => (entry, u64::MAX),
+        Pred::False => (u64::MAX, entry),
+        Pred::Not(q) => {
+            let (t, f) = scan(q, entry, regs, depth)?;
+            (f, t)
         }
-        Pred::Test(t) => match (&t.lhs, &t.rhs) {
-            (Value::Const(_), Value::Const(_)) => 0,
-            _ if is_raw_compare(t) => 0,
-            (v, Value::Const(_)) | (Value::Const(_), v) => need(v, depth)?,
-            (a, b) => {
-                let (na, nb) = (need(a, depth)?, need(b, depth)?);
-                if na == nb {
-                    na + 1
-                } else {
-                    na.max(nb)
-                }
+        Pred::And(v) | Pred::Or(v) => {
+            let is_and = matches!(p, Pred::And(_));
+            // The exit the items share (f for and, t for or), and the
+            // other one, on which the next item runs.
+            let (mut shared, mut go_on) = (u64::MAX, entry);
+            for q in v {
+                let (t, f) = scan(q, go_on, regs, depth)?;
+                let out;
+                (go_on, out) = if is_and { (t, f) } else { (f, t) };
+                shared = shared.min(out);
             }
-        },
+            if is_and {
+                (go_on, shared)
+            } else {
+                (shared, go_on)
+            }
+        }
+        Pred::Test(t) => {
+            *regs = (*regs).max(test_need(t, depth)?);
+            let end = entry.max(load_end(&t.lhs, depth)?.max(load_end(&t.rhs, depth)?));
+            (end, end)
+        }
     })
 }
 
@@ -579,6 +629,8 @@ impl<'p> Ctx<'p> {
             self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
             self.asm.jcc(Cc::B, self.reject);
             self.known.index_end = u64::from(end);
+            // (The index is not negative: the packet has `end` bytes.)
+            self.known.len = self.known.len.max(u64::from(end));
         }
         Some(Mem {
             base: RDI,
@@ -769,7 +821,9 @@ fn reads_len(p: &Pred) -> bool {
 /// distance; the wire length of the packet goes to `r8d`). Also returns
 /// whether the code reads the wire length.
 fn emit<'p>(pred: &'p Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
-    let regs = max_need(pred, MAX_DEPTH)?;
+    let mut regs = 0;
+    // Every packet the predicate accepts has at least `accept_len` bytes.
+    let (accept_len, _) = scan(pred, 0, &mut regs, MAX_DEPTH)?;
     let reads_len = count && reads_len(pred);
     let saved: &[u8] = if count {
         // rbp, if the predicate needs it.
@@ -784,17 +838,19 @@ fn emit<'p>(pred: &'p Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<b
         known: Known::NOTHING,
         operand_reused: false,
     };
-    let done = emit_body(&mut cx, pred, accept, count, reads_len, saved);
+    let done = emit_body(&mut cx, pred, accept, accept_len, count, reads_len, saved);
     // The buffers go back to the scratch assembler in any case.
     *asm = cx.asm;
     done.map(|()| reads_len)
 }
 
-/// [`emit`]'s code, into `cx`; `saved`: the value registers pushed.
+/// [`emit`]'s code, into `cx`; `accept_len`: a length every packet the
+/// predicate accepts has; `saved`: the value registers pushed.
 fn emit_body<'p>(
     cx: &mut Ctx<'p>,
     pred: &'p Pred,
     accept: u32,
+    accept_len: u64,
     count: bool,
     reads_len: bool,
     saved: &[u8],
@@ -837,6 +893,14 @@ fn emit_body<'p>(
         cx.asm.bytes(&[0x0f, 0x18, 0x08]);
     } else {
         cx.asm.mov_rr(R8, RDX);
+    }
+    // One bounds check up front for the packets too short to be accepted
+    // (however the tests would go, a load would abort or a test fail):
+    // the loads ending within it need none.
+    if accept_len > 0 && accept_len <= i32::MAX as u64 {
+        cx.asm.alu_ri(true, 7, RSI, accept_len as u32); // cmp rsi, accept_len
+        cx.asm.jcc(Cc::B, cx.reject);
+        cx.known.len = accept_len;
     }
     // The accept exit follows the body, which may fall through to it.
     cx.pred(pred, accept_label, cx.reject, accept_label, MAX_DEPTH)?;
