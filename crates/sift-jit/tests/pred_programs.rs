@@ -286,45 +286,56 @@ fn packet(rng: &mut Rng) -> (Vec<u8>, u32) {
     (data, wire)
 }
 
+/// `jit` (compiled from `p`, returning `accept`) gives the evaluator's
+/// verdict on 40 random packets, and counts them right through the batch
+/// entry point: twice over, so that at least `BATCH` packets go through
+/// the count function (where the predicate has one).
+fn agrees_on_random_packets(jit: &JitFilter, p: &Pred, accept: u32, rng: &mut Rng) {
+    let mut batch = Vec::with_capacity(80);
+    let mut accepted = 0;
+    for _ in 0..40 {
+        let (data, wire) = packet(rng);
+        let want = reference(p, &data, wire, accept);
+        assert_eq!(jit.run(&data, wire), want, "{p:?}\npacket {data:02x?} wire {wire}");
+        accepted += 2 * u64::from(want != 0);
+        batch.push((data, wire));
+    }
+    batch.extend_from_within(..);
+    assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
+}
+
+/// `n` predicates from `make` (a predicate and its accept value, from a
+/// generator forked from `seed` per predicate), each compiled and checked
+/// by [`agrees_on_random_packets`]; at least 90% must compile directly.
+fn campaign(what: &str, n: usize, seed: u64, make: impl Fn(&mut Rng) -> (Pred, u32) + Sync) {
+    let (preds, runs) = parallel(n, |from, to| {
+        let (mut preds, mut runs) = (0, 0);
+        for i in from..to {
+            let mut rng = Rng::fork(seed, i as u64);
+            let (p, accept) = make(&mut rng);
+            let jit = JitFilter::from_pred_with(&p, accept).expect("JIT");
+            if jit.insn_count() == 0 {
+                preds += 1;
+            }
+            agrees_on_random_packets(&jit, &p, accept, &mut rng);
+            runs += 40;
+        }
+        (preds, runs)
+    });
+    eprintln!("{n} {what} ({preds} compiled directly), {runs} packet runs");
+    assert!(preds > n * 9 / 10, "only {preds} compiled directly");
+}
+
 #[test]
 fn random_predicates_agree_with_the_evaluator() {
     if !JitFilter::is_supported() {
         return;
     }
-    const N: usize = 50_000;
-    let (preds, runs) = parallel(N, |from, to| {
-        let (mut preds, mut runs) = (0, 0);
-        for i in from..to {
-            let mut rng = Rng::fork(SEED ^ 2, i as u64);
-            let p = pred(&mut rng, 4);
-            let accept = if rng.chance(0.5) {
-                1
-            } else {
-                constant(&mut rng)
-            };
-            let jit = JitFilter::from_pred_with(&p, accept).expect("JIT");
-            if jit.insn_count() == 0 {
-                preds += 1;
-            }
-            let mut batch = Vec::with_capacity(80);
-            let mut accepted = 0;
-            for _ in 0..40 {
-                let (data, wire) = packet(&mut rng);
-                let want = reference(&p, &data, wire, accept);
-                assert_eq!(jit.run(&data, wire), want, "{p:?}\npacket {data:02x?} wire {wire}");
-                accepted += 2 * u64::from(want != 0);
-                batch.push((data, wire));
-            }
-            // Twice over: at least `BATCH` packets go through the count
-            // function (where the predicate has one).
-            batch.extend_from_within(..);
-            assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
-            runs += 40;
-        }
-        (preds, runs)
+    campaign("random predicates", 50_000, SEED ^ 2, |rng| {
+        let p = pred(rng, 4);
+        let accept = if rng.chance(0.5) { 1 } else { constant(rng) };
+        (p, accept)
     });
-    eprintln!("{N} random predicates ({preds} compiled directly), {runs} packet runs");
-    assert!(preds > N * 9 / 10, "only {preds} compiled directly");
 }
 
 #[test]
@@ -446,48 +457,24 @@ fn predicates_sharing_operands_and_indexes_agree_with_the_evaluator() {
     if !JitFilter::is_supported() {
         return;
     }
-    const N: usize = 20_000;
-    let (preds, runs) = parallel(N, |from, to| {
-        let (mut preds, mut runs) = (0, 0);
-        for i in from..to {
-            let mut rng = Rng::fork(SEED ^ 3, i as u64);
-            // Indexes: the IPv4 header length, a byte, and values that
-            // divide (which takes rdx, where an index is kept).
-            let indexes: Vec<Value> = (0..2)
-                .map(|_| match rng.below(4) {
-                    0 => Value::ipv4_header_len(rng.below(20) as u32),
-                    1 => Value::load(Size::Byte, rng.below(30) as u32),
-                    2 => Value::load(Size::Byte, rng.below(30) as u32).bin(BinOp::Div, Value::Const(3)),
-                    _ => index(&mut rng, 2),
-                })
-                .collect();
-            let pool: Vec<Value> = (0..3)
-                .map(|_| match rng.below(3) {
-                    0 => Value::load_indexed(size(&mut rng), rng.pick(&indexes).clone(), rng.below(20) as u32),
-                    1 => value(&mut rng, 2).bin(BinOp::Mod, value(&mut rng, 1)),
-                    _ => value(&mut rng, 2),
-                })
-                .collect();
-            let p = pooled_pred(&mut rng, 4, &pool, &indexes);
-            let jit = JitFilter::from_pred_with(&p, 1).expect("JIT");
-            if jit.insn_count() == 0 {
-                preds += 1;
-            }
-            let mut batch = Vec::with_capacity(80);
-            let mut accepted = 0;
-            for _ in 0..40 {
-                let (data, wire) = packet(&mut rng);
-                let want = reference(&p, &data, wire, 1);
-                assert_eq!(jit.run(&data, wire), want, "{p:?}\npacket {data:02x?} wire {wire}");
-                accepted += 2 * u64::from(want != 0);
-                batch.push((data, wire));
-            }
-            batch.extend_from_within(..);
-            assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
-            runs += 40;
-        }
-        (preds, runs)
+    campaign("predicates sharing operands", 20_000, SEED ^ 3, |rng| {
+        // Indexes: the IPv4 header length, a byte, and values that divide
+        // (which takes rdx, where an index is kept).
+        let indexes: Vec<Value> = (0..2)
+            .map(|_| match rng.below(4) {
+                0 => Value::ipv4_header_len(rng.below(20) as u32),
+                1 => Value::load(Size::Byte, rng.below(30) as u32),
+                2 => Value::load(Size::Byte, rng.below(30) as u32).bin(BinOp::Div, Value::Const(3)),
+                _ => index(rng, 2),
+            })
+            .collect();
+        let pool: Vec<Value> = (0..3)
+            .map(|_| match rng.below(3) {
+                0 => Value::load_indexed(size(rng), rng.pick(&indexes).clone(), rng.below(20) as u32),
+                1 => value(rng, 2).bin(BinOp::Mod, value(rng, 1)),
+                _ => value(rng, 2),
+            })
+            .collect();
+        (pooled_pred(rng, 4, &pool, &indexes), 1)
     });
-    eprintln!("{N} predicates sharing operands ({preds} compiled directly), {runs} packet runs");
-    assert!(preds > N * 9 / 10, "only {preds} compiled directly");
 }

@@ -576,6 +576,19 @@ impl<'p> Ctx<'p> {
         }
     }
 
+    /// Rejects the packet unless `base + disp <= caplen` (64-bit; `rax`
+    /// as scratch).
+    fn check_end(&mut self, base: u8, disp: i32) {
+        let end = Mem {
+            base,
+            index: None,
+            disp,
+        };
+        self.asm.op_mem(None, true, &[0x8d], RAX, end); // lea rax, [base + disp]
+        self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
+        self.asm.jcc(Cc::B, self.reject);
+    }
+
     /// The bounds check of a `size`-byte load at `i + offset` (`i`
     /// computed with `regs`, or kept in `rdx` from an earlier load on every
     /// path here) and its operand.
@@ -586,19 +599,7 @@ impl<'p> Ctx<'p> {
             self.value(i, regs, depth)?;
             self.asm.mov_ri(RAX, offset);
             self.asm.op_rr(None, true, &[0x01], RAX, d); // add d64, rax
-            self.asm.op_mem(
-                None,
-                true,
-                &[0x8d],
-                RAX,
-                Mem {
-                    base: d,
-                    index: None,
-                    disp: size.bytes() as i32,
-                },
-            ); // lea rax, [d + size]
-            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
-            self.asm.jcc(Cc::B, self.reject);
+            self.check_end(d, size.bytes() as i32);
             return Some(Mem {
                 base: RDI,
                 index: Some(d),
@@ -615,19 +616,7 @@ impl<'p> Ctx<'p> {
         // rdx + offset + size <= caplen, in 64 bits.
         let end = offset + size.bytes();
         if u64::from(end) > self.known.index_end {
-            self.asm.op_mem(
-                None,
-                true,
-                &[0x8d],
-                RAX,
-                Mem {
-                    base: RDX,
-                    index: None,
-                    disp: end as i32,
-                },
-            ); // lea rax, [rdx + end]
-            self.asm.op_rr(None, true, &[0x39], RAX, RSI); // cmp rsi, rax
-            self.asm.jcc(Cc::B, self.reject);
+            self.check_end(RDX, end as i32);
             self.known.index_end = u64::from(end);
             // (The index is not negative: the packet has `end` bytes.)
             self.known.len = self.known.len.max(u64::from(end));
