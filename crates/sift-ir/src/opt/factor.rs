@@ -40,35 +40,56 @@ pub fn factor(p: Pred, budget: &mut usize) -> Pred {
 
 /// [`factor`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn factor_noting(p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
+pub(crate) fn factor_noting(mut p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
+    factor_in_place(&mut p, budget, changed);
+    p
+}
+
+/// [`factor_noting`] in place: a node is only taken apart and rebuilt when
+/// there is something to merge or distribute (most nodes of a lowered tree
+/// are only read).
+fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
     match p {
-        Pred::Not(mut q) => {
-            // The box is reused for the factored operand.
-            *q = factor_noting(std::mem::replace(&mut *q, Pred::True), budget, changed);
-            match *q {
-                Pred::Not(r) => {
-                    *changed = true;
-                    *r
-                }
-                _ => Pred::Not(q),
+        Pred::Not(q) => {
+            factor_in_place(q, budget, changed);
+            if let Pred::Not(r) = &mut **q {
+                *changed = true;
+                *p = std::mem::replace(&mut **r, Pred::True);
             }
         }
         Pred::And(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
-            distribute(v, budget, changed)
+            v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
+            if !nothing_to_distribute(v) {
+                *p = distribute(std::mem::take(v), budget, changed);
+            }
         }
         Pred::Or(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
-            merge_alternatives(v, budget, changed)
+            v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
+            // `merge_alternatives` gives such an `or` back as it is.
+            if needs_rejoin(v, false) || !nothing_to_merge(v) {
+                *p = merge_alternatives(std::mem::take(v), budget, changed);
+            }
         }
-        p => p,
+        _ => {}
     }
+}
+
+/// Whether [`distribute`] would give the `and` of the operands `v` back as
+/// it is (no operand to flatten or drop, none to distribute over).
+pub(crate) fn nothing_to_distribute(v: &[Pred]) -> bool {
+    !needs_rejoin(v, true) && !v[..v.len() - 1].iter().any(distributable)
+}
+
+/// Whether [`rejoin`] would not give the operands `v` of an `and`
+/// (`is_and`) or `or` back as the same node.
+fn needs_rejoin(v: &[Pred], is_and: bool) -> bool {
+    v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and))
 }
 
 /// [`fold::and_vec`] (`is_and`) or [`fold::or_vec`] of the operands of a
 /// node, setting `changed` unless it gives the node back as it was.
 fn rejoin(v: Vec<Pred>, is_and: bool, changed: &mut bool) -> Pred {
-    if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and)) {
+    if needs_rejoin(&v, is_and) {
         *changed = true;
     }
     if is_and {
@@ -432,7 +453,7 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
 
 /// Distributes an `and` over the first `or` operand it can, setting
 /// `changed` unless the `and` stays as it was.
-fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+pub(crate) fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     match rejoin(v, true, changed) {
         Pred::And(v) => distribute_joined(v, budget, changed),
         p => p,

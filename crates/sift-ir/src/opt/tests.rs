@@ -382,18 +382,59 @@ fn second_round_only_after_path_facts_changed_something() {
     assert!(second_rounds > 50, "{second_rounds}");
 }
 
-/// Every `or` (bottom up, as factoring sees them) of `p`'s factored tree.
-fn ors_of(p: &Pred, out: &mut Vec<Vec<Pred>>) {
+/// The operands of every `or` (`ors`) or `and` of `p`, bottom up.
+fn junctions_of(p: &Pred, ors: bool, out: &mut Vec<Vec<Pred>>) {
     match p {
-        Pred::Not(q) => ors_of(q, out),
+        Pred::Not(q) => junctions_of(q, ors, out),
         Pred::And(v) | Pred::Or(v) => {
-            v.iter().for_each(|q| ors_of(q, out));
-            if let Pred::Or(v) = p {
+            v.iter().for_each(|q| junctions_of(q, ors, out));
+            if matches!(p, Pred::Or(_)) == ors {
                 out.push(v.clone());
             }
         }
         _ => {}
     }
+}
+
+/// Every `or` (bottom up, as factoring sees them) of `p`'s factored tree.
+fn ors_of(p: &Pred, out: &mut Vec<Vec<Pred>>) {
+    junctions_of(p, true, out)
+}
+
+/// When factoring's check says an `and` has nothing to distribute (it is
+/// then left as it is), distributing gives the `and` back unchanged, and
+/// says so.
+#[test]
+fn nothing_to_distribute_means_distribution_changes_nothing() {
+    let mut r = Rng(0xd157_0b07);
+    let mut preds: Vec<Pred> =
+        ["tcp", "tcp port 80", "host 1.2.3.4", "tcp[20:1] > 65 and tcp[20:1] < 90", "ip6 and udp", "vlan and tcp"]
+            .iter()
+            .map(|e| parse(e))
+            .collect();
+    preds.extend((0..1500).map(|i| match i % 3 {
+        0 => rand_pred(&mut r, 4),
+        1 => rand_guarded(&mut r, 2),
+        _ => rand_pre_guarded(&mut r, 2),
+    }));
+    let (mut checked, mut distributed) = (0, 0);
+    for p in preds {
+        let mut budget = usize::MAX / 2;
+        let mut ands = Vec::new();
+        junctions_of(&fold::fold(p.clone()), false, &mut ands);
+        junctions_of(&factor::factor(fold::fold(p), &mut budget), false, &mut ands);
+        for v in ands {
+            if factor::nothing_to_distribute(&v) {
+                checked += 1;
+                let mut changed = false;
+                assert_eq!(factor::distribute(v.clone(), &mut budget, &mut changed), Pred::And(v));
+                assert!(!changed);
+            } else {
+                distributed += 1;
+            }
+        }
+    }
+    assert!(checked > 500 && distributed > 100, "{checked} {distributed}");
 }
 
 /// When factoring's check says an `or` has nothing to merge, taking its
