@@ -522,3 +522,67 @@ fn unchanged_passes_give_their_input_back() {
     // The check is not vacuous.
     assert!(same_factor > 100 && same_facts > 100, "{same_factor} {same_facts}");
 }
+
+/// Values on which most folding rules fire (constant operands, identities,
+/// constant indexes, negations).
+fn rand_foldable_value(r: &mut Rng, depth: u32) -> Value {
+    if depth == 0 {
+        return match r.below(3) {
+            0 => Value::Const([0, 1, u32::MAX, 7][r.below(4) as usize]),
+            1 => Value::load(Size::Byte, r.below(6) as u32),
+            _ => Value::Len,
+        };
+    }
+    let sub = |r: &mut Rng| Box::new(rand_foldable_value(r, depth - 1));
+    match r.below(4) {
+        0 => Value::Neg(sub(r)),
+        1 => {
+            let offset = [0, 2, u32::MAX][r.below(3) as usize];
+            Value::Load { size: Size::Half, index: Some(sub(r)), offset }
+        }
+        _ => {
+            let op = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::And, BinOp::Or, BinOp::Xor, BinOp::Shl]
+                [r.below(8) as usize];
+            Value::Bin(op, sub(r), sub(r))
+        }
+    }
+}
+
+/// Predicates on which most folding rules fire.
+fn rand_foldable(r: &mut Rng, depth: u32) -> Pred {
+    let test = |r: &mut Rng| {
+        let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][r.below(4) as usize];
+        Pred::Test(Test { lhs: rand_foldable_value(r, 2), op, rhs: rand_foldable_value(r, 1) })
+    };
+    if depth == 0 {
+        return test(r);
+    }
+    match r.below(8) {
+        0 | 1 => test(r),
+        2 | 3 => Pred::Not(Box::new(rand_foldable(r, depth - 1))),
+        4 => if r.below(2) == 0 { Pred::True } else { Pred::False },
+        5 => Pred::And((0..r.below(4)).map(|_| rand_foldable(r, depth - 1)).collect()),
+        6 => Pred::Or((0..r.below(4)).map(|_| rand_foldable(r, depth - 1)).collect()),
+        _ => Pred::And(vec![rand_foldable(r, depth - 1), Pred::Or(vec![rand_foldable(r, depth - 1)])]),
+    }
+}
+
+/// Folding counts the size of the tree it returns (the distribution budget)
+/// as `analysis::size` does, whichever rules fired.
+#[test]
+fn folding_counts_the_folded_size() {
+    let mut r = Rng(0x51_2e5);
+    let mut changed = 0;
+    for i in 0..5000 {
+        let p = match i % 3 {
+            0 => rand_foldable(&mut r, 4),
+            1 => rand_pred(&mut r, 4),
+            _ => rand_guarded(&mut r, 2),
+        };
+        let (q, n) = fold::fold_sized(p.clone());
+        assert_eq!(n, analysis::size(&q), "{p}");
+        assert_eq!(q, fold::fold_ref(&p));
+        changed += usize::from(analysis::size(&p) != n);
+    }
+    assert!(changed > 1000, "{changed}");
+}
