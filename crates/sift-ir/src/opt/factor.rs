@@ -132,14 +132,10 @@ fn guard_of(p: &Pred) -> Option<&Pred> {
     }
 }
 
-/// `lhs == k1 or lhs == k2 or ...`: the value and the constants.
-pub(crate) fn eq_set(g: &Pred) -> Option<(&Value, Vec<u32>)> {
-    eq_tests(g).map(|(v, ts)| (v, constants(ts).collect()))
-}
-
-/// [`eq_set`] without collecting: the value and the equality tests (one
-/// test, or the operands of the `or`).
-fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
+/// `lhs == k1 or lhs == k2 or ...` (or a single `lhs == k`): the value
+/// and the equality tests (one test, or the operands of the `or`); their
+/// constants are [`constants`].
+pub(crate) fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
     match g {
         Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) if !matches!(lhs, Value::Const(_)) => {
             Some((lhs, std::slice::from_ref(g)))
@@ -160,7 +156,7 @@ fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
 }
 
 /// The constants of tests from [`eq_tests`].
-fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
     ts.iter().filter_map(constant)
 }
 

@@ -33,7 +33,7 @@ use std::cell::Cell;
 use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, within,
 };
-use super::factor::eq_set;
+use super::factor::{constants, eq_tests};
 use super::numbering::ValueNumbers;
 use crate::pred::{CmpOp, Pred, Test, Value};
 
@@ -63,13 +63,25 @@ const MAX_FACTS_PER_VALUE: usize = 64;
 /// Operand positions at which a non-aborting rest is looked for.
 const MAX_GROUP_START: usize = 8;
 
+/// `value op rhs` evaluated to `holds` (no copy of a value: facts are
+/// added and dropped all along the walk).
+#[derive(Clone, Copy)]
 struct Fact {
     op: CmpOp,
-    rhs: Value,
+    rhs: Rhs,
     holds: bool,
-    /// The value is one of these constants (from an `or` of equalities
-    /// that held); `op`/`rhs`/`holds` are then unused.
-    one_of: Option<Vec<u32>>,
+}
+
+/// The right operand of a [`Fact`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rhs {
+    /// A constant.
+    Const(u32),
+    /// The value of this number ([`Env::id`]).
+    Value(u32),
+    /// The value is one of the constants `Env::sets[start..end]` (from an
+    /// `or` of equalities that held); `op` and `holds` are then unused.
+    OneOf(u32, u32),
 }
 
 /// What to undo when leaving a node (values by their [`Env::id`]).
@@ -91,6 +103,8 @@ struct Env {
     done: Vec<bool>,
     /// Per value number: what the path's tests established about it.
     facts: Vec<Vec<Fact>>,
+    /// The constants of the [`Rhs::OneOf`] facts.
+    sets: Vec<u32>,
     /// What the operands of the `and`/`or` nodes being rebuilt (innermost
     /// last) are known to be (see [`S::known`]); one vector for all.
     known: Vec<Option<bool>>,
@@ -126,6 +140,7 @@ impl Env {
         env.done.clear();
         env.log.clear();
         env.known.clear();
+        env.sets.clear();
         env
     }
 
@@ -246,15 +261,22 @@ impl Env {
                     Some(i) => i,
                     None => self.id(&t.lhs),
                 };
-                self.add_fact_about(i, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
+                let rhs = match t.rhs {
+                    Value::Const(k) => Rhs::Const(k),
+                    ref v => Rhs::Value(self.id(v)),
+                };
+                self.add_fact_about(i, Fact { op: t.op, rhs, holds: outcome });
             }
             Pred::Not(q) => self.assume(q, !outcome, lhs),
             Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, None)),
             Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, None)),
-            Pred::Or(_) => match (first_test(p), eq_set(p)) {
-                (Some(t), Some((value, ks))) => {
+            Pred::Or(_) => match (first_test(p), eq_tests(p)) {
+                (Some(t), Some((value, ts))) => {
                     self.evaluated(t, &mut None);
-                    self.add_fact(value, Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
+                    let start = self.sets.len() as u32;
+                    self.sets.extend(constants(ts));
+                    let rhs = Rhs::OneOf(start, self.sets.len() as u32);
+                    self.add_fact(value, Fact { op: CmpOp::Eq, rhs, holds: false });
                 }
                 (Some(t), None) => self.evaluated(t, &mut None),
                 (None, _) => {}
@@ -272,17 +294,20 @@ impl Env {
     fn decide(&self, t: &Test, lhs: Option<u32>) -> Option<bool> {
         let facts = lhs.map(|i| &self.facts[i as usize]);
         if let Some(fs) = facts {
-            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && same_value(&f.rhs, &t.rhs)) {
+            // `t.rhs` as a fact would have it (no fact has an unnumbered value).
+            let rhs = match t.rhs {
+                Value::Const(k) => Some(Rhs::Const(k)),
+                ref v => self.ids.get(v).map(Rhs::Value),
+            };
+            if let Some(f) = rhs.and_then(|rhs| fs.iter().find(|f| f.op == t.op && f.rhs == rhs)) {
                 return Some(f.holds);
             }
             if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
                 // Constants the value was found to differ from.
-                let excluded = |x: u32| {
-                    fs.iter().any(|f| {
-                        f.one_of.is_none() && f.op == CmpOp::Eq && !f.holds && matches!(f.rhs, Value::Const(c) if c == x)
-                    })
-                };
-                for ks in fs.iter().filter_map(|f| f.one_of.as_ref()) {
+                let excluded = |x: u32| fs.iter().any(|f| f.op == CmpOp::Eq && !f.holds && f.rhs == Rhs::Const(x));
+                for f in fs {
+                    let Rhs::OneOf(start, end) = f.rhs else { continue };
+                    let ks = &self.sets[start as usize..end as usize];
                     if !ks.contains(k) {
                         return Some(false);
                     }
@@ -296,10 +321,7 @@ impl Env {
         let Value::Const(k) = t.rhs else { return None };
         let (mut lo, mut hi) = range(&t.lhs);
         for f in facts.map(|v| v.as_slice()).unwrap_or_default() {
-            if f.one_of.is_some() {
-                continue;
-            }
-            let Value::Const(c) = f.rhs else { continue };
+            let Rhs::Const(c) = f.rhs else { continue };
             match (f.op, f.holds) {
                 (CmpOp::Eq, true) => {
                     lo = lo.max(c);
@@ -331,14 +353,6 @@ impl Env {
             return Some(false);
         }
         decide_in_range(t.op, lo, hi, k)
-    }
-}
-
-/// `a == b`, comparing constants (the common case) without a call.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Const(x), Value::Const(y)) => x == y,
-        _ => a == b,
     }
 }
 
