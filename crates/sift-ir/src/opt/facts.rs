@@ -356,19 +356,20 @@ impl Env {
     }
 }
 
-/// A simplified node and, when known, its outcome if it does not abort.
+/// What [`simp`] found out about the node it simplified (in place).
+#[derive(Clone, Copy)]
 struct S {
-    p: Pred,
+    /// The node's outcome if it does not abort, when known.
     known: Option<bool>,
-    /// When `p` is a (negated) test: the number of its left operand, if it
-    /// has one (what [`Env::assume`] needs next).
+    /// When the node is a (negated) test: the number of its left operand,
+    /// if it has one (what [`Env::assume`] needs next).
     lhs: Option<u32>,
 }
 
-impl S {
-    fn constant(b: bool) -> S {
-        S { p: if b { Pred::True } else { Pred::False }, known: Some(b), lhs: None }
-    }
+/// Makes `p` the constant `b` (known to be `b`).
+fn set_constant(p: &mut Pred, b: bool) -> S {
+    *p = if b { Pred::True } else { Pred::False };
+    S { known: Some(b), lhs: None }
 }
 
 /// Rewrites `p` with what each path has already established.
@@ -378,50 +379,48 @@ pub fn simplify(p: Pred) -> Pred {
 
 /// [`simplify`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
+pub(crate) fn simplify_noting(mut p: Pred, changed: &mut bool) -> Pred {
     let mut env = Env::take();
-    let p = simp(p, &mut env, Ctx::AbortIsFalse).p;
+    simp(&mut p, &mut env, Ctx::AbortIsFalse);
     *changed |= env.changed;
     env.give_back();
     p
 }
 
-fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
+/// Simplifies `p` in place: a node is only rewritten when something is
+/// decided about it or below it.
+fn simp(p: &mut Pred, env: &mut Env, ctx: Ctx) -> S {
     match p {
-        Pred::True => S::constant(true),
-        Pred::False => S::constant(false),
+        Pred::True => S { known: Some(true), lhs: None },
+        Pred::False => S { known: Some(false), lhs: None },
         Pred::Test(t) => {
             let lhs = env.ids.get(&t.lhs);
-            match env.decide(&t, lhs) {
-                Some(b) if env.test_covered(&t, lhs) || allows(ctx, b) => {
+            match env.decide(t, lhs) {
+                Some(b) if env.test_covered(t, lhs) || allows(ctx, b) => {
                     env.changed = true;
-                    S::constant(b)
+                    set_constant(p, b)
                 }
-                known => S { p: Pred::Test(t), known, lhs },
+                known => S { known, lhs },
             }
         }
-        Pred::Not(mut q) => {
-            // The box is reused for the simplified operand.
-            let s = simp(std::mem::replace(&mut *q, Pred::True), env, ctx.negated());
-            let (p, lhs) = match s.p {
+        Pred::Not(q) => {
+            let s = simp(q, env, ctx.negated());
+            let lhs = match &mut **q {
                 Pred::True | Pred::False | Pred::Not(_) => {
                     env.changed = true;
-                    let p = match s.p {
+                    *p = match std::mem::replace(&mut **q, Pred::True) {
                         Pred::True => Pred::False,
                         Pred::Not(r) => *r,
                         _ => Pred::True,
                     };
-                    (p, None)
+                    None
                 }
-                p => {
-                    *q = p;
-                    (Pred::Not(q), s.lhs)
-                }
+                _ => s.lhs,
             };
-            S { p, known: s.known.map(|b| !b), lhs }
+            S { known: s.known.map(|b| !b), lhs }
         }
-        Pred::And(v) => junction(v, env, ctx, true),
-        Pred::Or(v) => junction(v, env, ctx, false),
+        Pred::And(_) => junction(p, env, ctx, true),
+        Pred::Or(_) => junction(p, env, ctx, false),
     }
 }
 
@@ -479,16 +478,19 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
     true
 }
 
-/// `and` (`is_and`) or `or`: `unit` is the operand value that lets
-/// evaluation go on (`true` for `and`), `!unit` the one that decides.
-fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
+/// `and` (`is_and`) or `or` (the node `p`): `unit` is the operand value
+/// that lets evaluation go on (`true` for `and`), `!unit` the one that
+/// decides.
+fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
+    let (Pred::And(v) | Pred::Or(v)) = p else { return S { known: None, lhs: None } };
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    // The simplified operands are written back into `v`: `v[..k]` holds
-    // them, `v[r..]` the operands still to simplify (the operands from `i`
-    // on), `k <= r`. From `known_base` on, `env.known` holds what each
-    // simplified operand is known to be.
+    // The operands are simplified where they stand, and the ones kept move
+    // down: `v[..k]` holds them, `v[r..]` the operands still to simplify
+    // (the operands from `i` on), `k <= r`; `v[k..r]` holds what is left
+    // of operands dropped or moved. From `known_base` on, `env.known`
+    // holds what each kept operand is known to be.
     let (mut k, mut r) = (0, 0);
     let known_base = env.known.len();
     let mut grouped = false;
@@ -500,31 +502,36 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                 grouped = true;
             }
         }
-        let c = std::mem::replace(&mut v[r], Pred::True);
+        let j = r;
         r += 1;
         let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
-        let s = simp(c, env, cctx);
-        match (&s.p, s.known) {
+        let s = simp(&mut v[j], env, cctx);
+        match (&v[j], s.known) {
             (Pred::True, _) if unit => env.changed = true,
             (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
-                v[k] = s.p;
+                v.swap(k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
-                v[k] = s.p;
+                v.swap(k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             _ => {
-                env.assume(&s.p, unit, s.lhs);
-                match s.p {
-                    Pred::And(w) | Pred::Or(w) if matches!(s.p, Pred::And(_)) == is_and => {
+                env.assume(&v[j], unit, s.lhs);
+                let flattened = match &mut v[j] {
+                    Pred::And(w) if is_and => Some(std::mem::take(w)),
+                    Pred::Or(w) if !is_and => Some(std::mem::take(w)),
+                    _ => None,
+                };
+                match flattened {
+                    Some(w) => {
                         env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
                         if k + w.len() <= r {
@@ -540,8 +547,8 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                             r = k;
                         }
                     }
-                    p => {
-                        v[k] = p;
+                    None => {
+                        v.swap(k, j);
                         k += 1;
                         env.known.push(s.known);
                     }
@@ -550,20 +557,19 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         }
     }
     v.truncate(k);
-    let mut out = v;
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would); the
     // kept ones move to the front, in order.
     // (What each kept operand is known to be moves along with it.)
     let mut kept = 0;
-    for j in 0..out.len() {
+    for j in 0..v.len() {
         let known = env.known[known_base + j];
-        if known == Some(unit) && j + 1 < out.len() && covers(&out[j + 1], &out[j]) {
+        if known == Some(unit) && j + 1 < v.len() && covers(&v[j + 1], &v[j]) {
             continue;
         }
         env.known[known_base + kept] = known;
-        out.swap(kept, j);
+        v.swap(kept, j);
         kept += 1;
     }
     // Where an abort is as good as `unit`, operands at the end known to be
@@ -574,8 +580,8 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             kept -= 1;
         }
     }
-    env.changed |= kept < out.len();
-    out.truncate(kept);
+    env.changed |= kept < v.len();
+    v.truncate(kept);
     // What the last operand kept is known to be, and whether all are known
     // to be `unit`.
     let knowns = &env.known[known_base..known_base + kept];
@@ -587,20 +593,19 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         _ if all_unit => Some(unit),
         _ => None,
     };
-    env.changed |= out.len() < 2;
-    let p = match out.len() {
-        0 => if unit { Pred::True } else { Pred::False },
-        1 => out.pop().unwrap_or(Pred::True),
-        _ if is_and => Pred::And(out),
-        _ => Pred::Or(out),
-    };
+    env.changed |= v.len() < 2;
+    match v.len() {
+        0 => *p = if unit { Pred::True } else { Pred::False },
+        1 => *p = v.pop().unwrap_or(Pred::True),
+        _ => {}
+    }
     if let Some(b) = known {
-        if allows(ctx, b) || env.pred_covered(&p) {
+        if allows(ctx, b) || env.pred_covered(p) {
             env.changed = true;
-            return S::constant(b);
+            return set_constant(p, b);
         }
     }
-    S { p, known, lhs: None }
+    S { known, lhs: None }
 }
 
 /// Whether evaluating `next` starts with atoms that abort whenever an atom
