@@ -278,6 +278,14 @@ impl LookBack {
     }
 }
 
+/// A vector holding `x`, with room for more (what `push` would give it at
+/// the first push: one allocation instead of two and a copy).
+fn one_of_several<T>(x: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(4);
+    v.push(x);
+    v
+}
+
 /// Merges the alternatives of an `or` (see the module documentation),
 /// setting `changed` unless the `or` stays as it was.
 fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
@@ -314,7 +322,7 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
                 // The alternative moved before exclusive ones: fine.
             }
             Err(same_as_last) => {
-                out.push(Entry::Guarded(g, vec![rest]));
+                out.push(Entry::Guarded(g, one_of_several(rest)));
                 look.push(same_as_last);
             }
         }
@@ -425,7 +433,7 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
             }
         }
         flush(&mut run, &mut out);
-        run = Some((vec![g], rest));
+        run = Some((one_of_several(g), rest));
     }
     flush(&mut run, &mut out);
     out
