@@ -59,15 +59,22 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
         }
         Pred::And(v) => {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
-            if !nothing_to_distribute(v) {
+            if needs_rejoin(v, true) {
                 *p = distribute(std::mem::take(v), budget, changed);
+            } else if !nothing_to_distribute(v) {
+                // (What `distribute` does once `rejoin` gave the `and` back.)
+                *p = distribute_joined(std::mem::take(v), budget, changed);
             }
         }
         Pred::Or(v) => {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
-            // `merge_alternatives` gives such an `or` back as it is.
-            if needs_rejoin(v, false) || !nothing_to_merge(v) {
+            if needs_rejoin(v, false) {
                 *p = merge_alternatives(std::mem::take(v), budget, changed);
+            } else if !nothing_to_merge(v) {
+                // (What `merge_alternatives` does once `rejoin` gave the `or`
+                // back.)
+                *changed = true;
+                *p = merge_entries(std::mem::take(v), budget);
             }
         }
         _ => {}
