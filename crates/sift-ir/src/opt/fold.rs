@@ -193,7 +193,17 @@ pub fn fold_value(mut v: Value) -> Value {
 
 /// [`fold_value`] in place (a value that needs no folding is only read);
 /// returns the folded value's [`value_size`](super::analysis::value_size).
+#[inline]
 fn fold_value_in_place(v: &mut Value) -> usize {
+    match v {
+        // Leaves (most values) need no call.
+        Value::Const(_) | Value::Len | Value::Protochain { .. } | Value::Load { index: None, .. } => 1,
+        _ => fold_compound_in_place(v),
+    }
+}
+
+/// [`fold_value_in_place`] of a value with operands.
+fn fold_compound_in_place(v: &mut Value) -> usize {
     let (replacement, n) = match v {
         Value::Load { index, offset, .. } => {
             let mut n = 1;
