@@ -510,14 +510,14 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             (Pred::True, _) if unit => env.changed = true,
             (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
-                v.swap(k, j);
+                move_down(v, k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
-                v.swap(k, j);
+                move_down(v, k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
@@ -548,7 +548,7 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                         }
                     }
                     None => {
-                        v.swap(k, j);
+                        move_down(v, k, j);
                         k += 1;
                         env.known.push(s.known);
                     }
@@ -569,7 +569,7 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             continue;
         }
         env.known[known_base + kept] = known;
-        v.swap(kept, j);
+        move_down(v, kept, j);
         kept += 1;
     }
     // Where an abort is as good as `unit`, operands at the end known to be
@@ -606,6 +606,15 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         }
     }
     S { known, lhs: None }
+}
+
+/// Moves the operand `v[j]` down to `v[k]` (`k <= j`), whose content is no
+/// longer needed; usually `k == j` (nothing dropped before it): no copy.
+#[inline]
+fn move_down(v: &mut [Pred], k: usize, j: usize) {
+    if k != j {
+        v.swap(k, j);
+    }
 }
 
 /// Whether evaluating `next` starts with atoms that abort whenever an atom
