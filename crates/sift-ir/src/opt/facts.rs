@@ -34,7 +34,7 @@ use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, within,
 };
 use super::factor::{constants, eq_tests};
-use super::numbering::ValueNumbers;
+use super::numbering::{Vacancy, ValueNumbers};
 use crate::pred::{CmpOp, Pred, Test, Value};
 
 /// How an abort compares with the outcomes where a node stands.
@@ -172,6 +172,24 @@ impl Env {
     /// The number of `v`, given on first sight (`v` is copied once).
     fn id(&mut self, v: &Value) -> u32 {
         let i = self.ids.number(v);
+        self.slots_for(i)
+    }
+
+    /// [`Env::id`] of a test's left operand `v`, given what was known of
+    /// its number when the test was looked at.
+    fn lhs_id(&mut self, v: &Value, lhs: Lhs) -> u32 {
+        match lhs {
+            Lhs::Numbered(i) => i,
+            Lhs::Vacant(vacancy) => {
+                let i = self.ids.number_vacant(v, vacancy);
+                self.slots_for(i)
+            }
+            Lhs::Unknown => self.id(v),
+        }
+    }
+
+    /// Gives the value numbered `i` its slots if it was just numbered.
+    fn slots_for(&mut self, i: u32) -> u32 {
         if i as usize != self.done.len() {
             return i;
         }
@@ -220,9 +238,9 @@ impl Env {
     }
 
     /// Records that the atoms of `t` evaluated without aborting; `lhs` is
-    /// the number of `t.lhs` if it has one (and gets it if it is numbered
-    /// here).
-    fn evaluated(&mut self, t: &Test, lhs: &mut Option<u32>) {
+    /// what is known of the number of `t.lhs` (it gets its number if it is
+    /// numbered here).
+    fn evaluated(&mut self, t: &Test, lhs: &mut Lhs) {
         let mut record = |a: &Value| {
             let l = proven_len(a);
             if l > self.len {
@@ -230,13 +248,13 @@ impl Env {
                 self.len = l;
             }
             if !within(a, self.len) {
-                let i = match *lhs {
-                    Some(i) if std::ptr::eq(a, &t.lhs) => i,
-                    _ => self.id(a),
+                let i = if std::ptr::eq(a, &t.lhs) {
+                    let i = self.lhs_id(a, *lhs);
+                    *lhs = Lhs::Numbered(i);
+                    i
+                } else {
+                    self.id(a)
                 };
-                if std::ptr::eq(a, &t.lhs) {
-                    *lhs = Some(i);
-                }
                 if !self.done[i as usize] {
                     self.done[i as usize] = true;
                     self.log.push(Undo::Done(i));
@@ -249,18 +267,15 @@ impl Env {
     }
 
     /// Records what `p` evaluating to `outcome` (without aborting) proves;
-    /// `lhs` is the number of the left operand of `p`'s test, if `p` is a
-    /// (negated) test and that value has one.
-    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Option<u32>) {
+    /// `lhs` is what is known of the number of the left operand of `p`'s
+    /// test, if `p` is a (negated) test.
+    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Lhs) {
         match p {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
                 let mut lhs = lhs;
                 self.evaluated(t, &mut lhs);
-                let i = match lhs {
-                    Some(i) => i,
-                    None => self.id(&t.lhs),
-                };
+                let i = self.lhs_id(&t.lhs, lhs);
                 let rhs = match t.rhs {
                     Value::Const(k) => Rhs::Const(k),
                     ref v => Rhs::Value(self.id(v)),
@@ -268,22 +283,22 @@ impl Env {
                 self.add_fact_about(i, Fact { op: t.op, rhs, holds: outcome });
             }
             Pred::Not(q) => self.assume(q, !outcome, lhs),
-            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, None)),
-            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, None)),
+            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, Lhs::Unknown)),
+            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, Lhs::Unknown)),
             Pred::Or(_) => match (first_test(p), eq_tests(p)) {
                 (Some(t), Some((value, ts))) => {
-                    self.evaluated(t, &mut None);
+                    self.evaluated(t, &mut Lhs::Unknown);
                     let start = self.sets.len() as u32;
                     self.sets.extend(constants(ts));
                     let rhs = Rhs::OneOf(start, self.sets.len() as u32);
                     self.add_fact(value, Fact { op: CmpOp::Eq, rhs, holds: false });
                 }
-                (Some(t), None) => self.evaluated(t, &mut None),
+                (Some(t), None) => self.evaluated(t, &mut Lhs::Unknown),
                 (None, _) => {}
             },
             Pred::And(_) => {
                 if let Some(t) = first_test(p) {
-                    self.evaluated(t, &mut None);
+                    self.evaluated(t, &mut Lhs::Unknown);
                 }
             }
         }
@@ -361,15 +376,36 @@ impl Env {
 struct S {
     /// The node's outcome if it does not abort, when known.
     known: Option<bool>,
-    /// When the node is a (negated) test: the number of its left operand,
-    /// if it has one (what [`Env::assume`] needs next).
-    lhs: Option<u32>,
+    /// When the node is a (negated) test: what is known of the number of
+    /// its left operand (what [`Env::assume`] needs next).
+    lhs: Lhs,
+}
+
+/// What is known of the number ([`Env::id`]) of a test's left operand.
+#[derive(Clone, Copy)]
+enum Lhs {
+    /// It has this number.
+    Numbered(u32),
+    /// It has none yet, and would go there.
+    Vacant(Vacancy),
+    /// Not looked up.
+    Unknown,
+}
+
+impl Lhs {
+    /// The number, if known.
+    fn number(self) -> Option<u32> {
+        match self {
+            Lhs::Numbered(i) => Some(i),
+            _ => None,
+        }
+    }
 }
 
 /// Makes `p` the constant `b` (known to be `b`).
 fn set_constant(p: &mut Pred, b: bool) -> S {
     *p = if b { Pred::True } else { Pred::False };
-    S { known: Some(b), lhs: None }
+    S { known: Some(b), lhs: Lhs::Unknown }
 }
 
 /// Rewrites `p` with what each path has already established.
@@ -391,12 +427,15 @@ pub(crate) fn simplify_noting(mut p: Pred, changed: &mut bool) -> Pred {
 /// decided about it or below it.
 fn simp(p: &mut Pred, env: &mut Env, ctx: Ctx) -> S {
     match p {
-        Pred::True => S { known: Some(true), lhs: None },
-        Pred::False => S { known: Some(false), lhs: None },
+        Pred::True => S { known: Some(true), lhs: Lhs::Unknown },
+        Pred::False => S { known: Some(false), lhs: Lhs::Unknown },
         Pred::Test(t) => {
-            let lhs = env.ids.get(&t.lhs);
-            match env.decide(t, lhs) {
-                Some(b) if env.test_covered(t, lhs) || allows(ctx, b) => {
+            let lhs = match env.ids.lookup(&t.lhs) {
+                Ok(i) => Lhs::Numbered(i),
+                Err(vacancy) => Lhs::Vacant(vacancy),
+            };
+            match env.decide(t, lhs.number()) {
+                Some(b) if env.test_covered(t, lhs.number()) || allows(ctx, b) => {
                     env.changed = true;
                     set_constant(p, b)
                 }
@@ -413,7 +452,7 @@ fn simp(p: &mut Pred, env: &mut Env, ctx: Ctx) -> S {
                         Pred::Not(r) => *r,
                         _ => Pred::True,
                     };
-                    None
+                    Lhs::Unknown
                 }
                 _ => s.lhs,
             };
@@ -482,7 +521,7 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
 /// that lets evaluation go on (`true` for `and`), `!unit` the one that
 /// decides.
 fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
-    let (Pred::And(v) | Pred::Or(v)) = p else { return S { known: None, lhs: None } };
+    let (Pred::And(v) | Pred::Or(v)) = p else { return S { known: None, lhs: Lhs::Unknown } };
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
@@ -605,7 +644,7 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             return set_constant(p, b);
         }
     }
-    S { known, lhs: None }
+    S { known, lhs: Lhs::Unknown }
 }
 
 /// Moves the operand `v[j]` down to `v[k]` (`k <= j`), whose content is no

@@ -586,3 +586,46 @@ fn folding_counts_the_folded_size() {
     }
     assert!(changed > 1000, "{changed}");
 }
+
+/// Numbering a value at the place a lookup found for it numbers it as a
+/// plain numbering does (a new number for a new value, its number for a
+/// value seen before), also when other values were numbered in between
+/// (the place is then looked for again).
+#[test]
+fn numbering_at_a_vacancy_equals_numbering() {
+    use super::numbering::ValueNumbers;
+    let mut r = Rng(0x7ac4_4c7);
+    let mut ids = ValueNumbers::default();
+    // The value of each number.
+    let mut values: Vec<Value> = Vec::new();
+    let mut check = |v: &Value, n: u32| {
+        if n as usize == values.len() {
+            assert!(!values.contains(v), "{v} numbered twice");
+            values.push(v.clone());
+        } else {
+            assert_eq!(&values[n as usize], v);
+        }
+    };
+    let mut pending = Vec::new();
+    for _ in 0..3000 {
+        let v = rand_value(&mut r, 2);
+        match ids.lookup(&v) {
+            Ok(n) => check(&v, n),
+            Err(vacancy) if r.below(3) == 0 => pending.push((v, vacancy)),
+            Err(vacancy) => {
+                let n = ids.number_vacant(&v, vacancy);
+                check(&v, n);
+            }
+        }
+        // Numbered late: other values may have been numbered since.
+        while pending.len() > 2 || (!pending.is_empty() && r.below(2) == 0) {
+            let (v, vacancy) = pending.remove(0);
+            let n = ids.number_vacant(&v, vacancy);
+            check(&v, n);
+        }
+    }
+    assert!(values.len() > 100, "{}", values.len());
+    for (n, v) in values.iter().enumerate() {
+        assert_eq!(ids.get(v), Some(n as u32));
+    }
+}
