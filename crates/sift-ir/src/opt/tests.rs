@@ -594,7 +594,7 @@ fn folding_counts_the_folded_size() {
 #[test]
 fn numbering_at_a_vacancy_equals_numbering() {
     use super::numbering::ValueNumbers;
-    let mut r = Rng(0x7ac4_4c7);
+    let mut r = Rng(0x07ac_44c7);
     let mut ids = ValueNumbers::default();
     // The value of each number.
     let mut values: Vec<Value> = Vec::new();
