@@ -12,7 +12,7 @@ pub fn fold(p: Pred) -> Pred {
     fold_sized(p).0
 }
 
-/// [`fold`], with the result's [`size`](super::analysis::size) (counted
+/// [`fold`], with the result's [`size`] (counted
 /// during the walk).
 pub(crate) fn fold_sized(mut p: Pred) -> (Pred, usize) {
     let n = fold_in_place(&mut p);
