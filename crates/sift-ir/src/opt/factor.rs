@@ -40,35 +40,63 @@ pub fn factor(p: Pred, budget: &mut usize) -> Pred {
 
 /// [`factor`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn factor_noting(p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
+pub(crate) fn factor_noting(mut p: Pred, budget: &mut usize, changed: &mut bool) -> Pred {
+    factor_in_place(&mut p, budget, changed);
+    p
+}
+
+/// [`factor_noting`] in place: a node is only taken apart and rebuilt when
+/// there is something to merge or distribute (most nodes of a lowered tree
+/// are only read).
+fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
     match p {
-        Pred::Not(mut q) => {
-            // The box is reused for the factored operand.
-            *q = factor_noting(std::mem::replace(&mut *q, Pred::True), budget, changed);
-            match *q {
-                Pred::Not(r) => {
-                    *changed = true;
-                    *r
-                }
-                _ => Pred::Not(q),
+        Pred::Not(q) => {
+            factor_in_place(q, budget, changed);
+            if let Pred::Not(r) = &mut **q {
+                *changed = true;
+                *p = std::mem::replace(&mut **r, Pred::True);
             }
         }
         Pred::And(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
-            distribute(v, budget, changed)
+            v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
+            if needs_rejoin(v, true) {
+                *p = distribute(std::mem::take(v), budget, changed);
+            } else if !nothing_to_distribute(v) {
+                // (What `distribute` does once `rejoin` gave the `and` back.)
+                *p = distribute_joined(std::mem::take(v), budget, changed);
+            }
         }
         Pred::Or(v) => {
-            let v: Vec<Pred> = v.into_iter().map(|q| factor_noting(q, budget, changed)).collect();
-            merge_alternatives(v, budget, changed)
+            v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
+            if needs_rejoin(v, false) {
+                *p = merge_alternatives(std::mem::take(v), budget, changed);
+            } else if !nothing_to_merge(v) {
+                // (What `merge_alternatives` does once `rejoin` gave the `or`
+                // back.)
+                *changed = true;
+                *p = merge_entries(std::mem::take(v), budget);
+            }
         }
-        p => p,
+        _ => {}
     }
+}
+
+/// Whether [`distribute`] would give the `and` of the operands `v` back as
+/// it is (no operand to flatten or drop, none to distribute over).
+pub(crate) fn nothing_to_distribute(v: &[Pred]) -> bool {
+    !needs_rejoin(v, true) && !v[..v.len() - 1].iter().any(distributable)
+}
+
+/// Whether [`rejoin`] would not give the operands `v` of an `and`
+/// (`is_and`) or `or` back as the same node.
+fn needs_rejoin(v: &[Pred], is_and: bool) -> bool {
+    v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and))
 }
 
 /// [`fold::and_vec`] (`is_and`) or [`fold::or_vec`] of the operands of a
 /// node, setting `changed` unless it gives the node back as it was.
 fn rejoin(v: Vec<Pred>, is_and: bool, changed: &mut bool) -> Pred {
-    if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, is_and)) {
+    if needs_rejoin(&v, is_and) {
         *changed = true;
     }
     if is_and {
@@ -111,14 +139,10 @@ fn guard_of(p: &Pred) -> Option<&Pred> {
     }
 }
 
-/// `lhs == k1 or lhs == k2 or ...`: the value and the constants.
-pub(crate) fn eq_set(g: &Pred) -> Option<(&Value, Vec<u32>)> {
-    eq_tests(g).map(|(v, ts)| (v, constants(ts).collect()))
-}
-
-/// [`eq_set`] without collecting: the value and the equality tests (one
-/// test, or the operands of the `or`).
-fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
+/// `lhs == k1 or lhs == k2 or ...` (or a single `lhs == k`): the value
+/// and the equality tests (one test, or the operands of the `or`); their
+/// constants are [`constants`].
+pub(crate) fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
     match g {
         Pred::Test(Test { lhs, op: CmpOp::Eq, rhs: Value::Const(_) }) if !matches!(lhs, Value::Const(_)) => {
             Some((lhs, std::slice::from_ref(g)))
@@ -139,7 +163,7 @@ fn eq_tests(g: &Pred) -> Option<(&Value, &[Pred])> {
 }
 
 /// The constants of tests from [`eq_tests`].
-fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
+pub(crate) fn constants(ts: &[Pred]) -> impl Iterator<Item = u32> + '_ {
     ts.iter().filter_map(constant)
 }
 
@@ -261,6 +285,14 @@ impl LookBack {
     }
 }
 
+/// A vector holding `x`, with room for more (what `push` would give it at
+/// the first push: one allocation instead of two and a copy).
+fn one_of_several<T>(x: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(4);
+    v.push(x);
+    v
+}
+
 /// Merges the alternatives of an `or` (see the module documentation),
 /// setting `changed` unless the `or` stays as it was.
 fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
@@ -297,7 +329,7 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
                 // The alternative moved before exclusive ones: fine.
             }
             Err(same_as_last) => {
-                out.push(Entry::Guarded(g, vec![rest]));
+                out.push(Entry::Guarded(g, one_of_several(rest)));
                 look.push(same_as_last);
             }
         }
@@ -408,7 +440,7 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
             }
         }
         flush(&mut run, &mut out);
-        run = Some((vec![g], rest));
+        run = Some((one_of_several(g), rest));
     }
     flush(&mut run, &mut out);
     out
@@ -432,7 +464,7 @@ fn exclusive_alternatives(alts: &[Pred]) -> bool {
 
 /// Distributes an `and` over the first `or` operand it can, setting
 /// `changed` unless the `and` stays as it was.
-fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+pub(crate) fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     match rejoin(v, true, changed) {
         Pred::And(v) => distribute_joined(v, budget, changed),
         p => p,

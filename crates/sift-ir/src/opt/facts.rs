@@ -33,8 +33,8 @@ use std::cell::Cell;
 use super::analysis::{
     atoms_all, decide_in_range, first_test, pred_atoms_all, proven_len, range, within,
 };
-use super::factor::eq_set;
-use super::numbering::ValueNumbers;
+use super::factor::{constants, eq_tests};
+use super::numbering::{Vacancy, ValueNumbers};
 use crate::pred::{CmpOp, Pred, Test, Value};
 
 /// How an abort compares with the outcomes where a node stands.
@@ -63,13 +63,25 @@ const MAX_FACTS_PER_VALUE: usize = 64;
 /// Operand positions at which a non-aborting rest is looked for.
 const MAX_GROUP_START: usize = 8;
 
+/// `value op rhs` evaluated to `holds` (no copy of a value: facts are
+/// added and dropped all along the walk).
+#[derive(Clone, Copy)]
 struct Fact {
     op: CmpOp,
-    rhs: Value,
+    rhs: Rhs,
     holds: bool,
-    /// The value is one of these constants (from an `or` of equalities
-    /// that held); `op`/`rhs`/`holds` are then unused.
-    one_of: Option<Vec<u32>>,
+}
+
+/// The right operand of a [`Fact`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rhs {
+    /// A constant.
+    Const(u32),
+    /// The value of this number ([`Env::id`]).
+    Value(u32),
+    /// The value is one of the constants `Env::sets[start..end]` (from an
+    /// `or` of equalities that held); `op` and `holds` are then unused.
+    OneOf(u32, u32),
 }
 
 /// What to undo when leaving a node (values by their [`Env::id`]).
@@ -91,6 +103,8 @@ struct Env {
     done: Vec<bool>,
     /// Per value number: what the path's tests established about it.
     facts: Vec<Vec<Fact>>,
+    /// The constants of the [`Rhs::OneOf`] facts.
+    sets: Vec<u32>,
     /// What the operands of the `and`/`or` nodes being rebuilt (innermost
     /// last) are known to be (see [`S::known`]); one vector for all.
     known: Vec<Option<bool>>,
@@ -126,6 +140,7 @@ impl Env {
         env.done.clear();
         env.log.clear();
         env.known.clear();
+        env.sets.clear();
         env
     }
 
@@ -157,6 +172,24 @@ impl Env {
     /// The number of `v`, given on first sight (`v` is copied once).
     fn id(&mut self, v: &Value) -> u32 {
         let i = self.ids.number(v);
+        self.slots_for(i)
+    }
+
+    /// [`Env::id`] of a test's left operand `v`, given what was known of
+    /// its number when the test was looked at.
+    fn lhs_id(&mut self, v: &Value, lhs: Lhs) -> u32 {
+        match lhs {
+            Lhs::Numbered(i) => i,
+            Lhs::Vacant(vacancy) => {
+                let i = self.ids.number_vacant(v, vacancy);
+                self.slots_for(i)
+            }
+            Lhs::Unknown => self.id(v),
+        }
+    }
+
+    /// Gives the value numbered `i` its slots if it was just numbered.
+    fn slots_for(&mut self, i: u32) -> u32 {
         if i as usize != self.done.len() {
             return i;
         }
@@ -205,9 +238,9 @@ impl Env {
     }
 
     /// Records that the atoms of `t` evaluated without aborting; `lhs` is
-    /// the number of `t.lhs` if it has one (and gets it if it is numbered
-    /// here).
-    fn evaluated(&mut self, t: &Test, lhs: &mut Option<u32>) {
+    /// what is known of the number of `t.lhs` (it gets its number if it is
+    /// numbered here).
+    fn evaluated(&mut self, t: &Test, lhs: &mut Lhs) {
         let mut record = |a: &Value| {
             let l = proven_len(a);
             if l > self.len {
@@ -215,13 +248,13 @@ impl Env {
                 self.len = l;
             }
             if !within(a, self.len) {
-                let i = match *lhs {
-                    Some(i) if std::ptr::eq(a, &t.lhs) => i,
-                    _ => self.id(a),
+                let i = if std::ptr::eq(a, &t.lhs) {
+                    let i = self.lhs_id(a, *lhs);
+                    *lhs = Lhs::Numbered(i);
+                    i
+                } else {
+                    self.id(a)
                 };
-                if std::ptr::eq(a, &t.lhs) {
-                    *lhs = Some(i);
-                }
                 if !self.done[i as usize] {
                     self.done[i as usize] = true;
                     self.log.push(Undo::Done(i));
@@ -234,34 +267,38 @@ impl Env {
     }
 
     /// Records what `p` evaluating to `outcome` (without aborting) proves;
-    /// `lhs` is the number of the left operand of `p`'s test, if `p` is a
-    /// (negated) test and that value has one.
-    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Option<u32>) {
+    /// `lhs` is what is known of the number of the left operand of `p`'s
+    /// test, if `p` is a (negated) test.
+    fn assume(&mut self, p: &Pred, outcome: bool, lhs: Lhs) {
         match p {
             Pred::True | Pred::False => {}
             Pred::Test(t) => {
                 let mut lhs = lhs;
                 self.evaluated(t, &mut lhs);
-                let i = match lhs {
-                    Some(i) => i,
-                    None => self.id(&t.lhs),
+                let i = self.lhs_id(&t.lhs, lhs);
+                let rhs = match t.rhs {
+                    Value::Const(k) => Rhs::Const(k),
+                    ref v => Rhs::Value(self.id(v)),
                 };
-                self.add_fact_about(i, Fact { op: t.op, rhs: t.rhs.clone(), holds: outcome, one_of: None });
+                self.add_fact_about(i, Fact { op: t.op, rhs, holds: outcome });
             }
             Pred::Not(q) => self.assume(q, !outcome, lhs),
-            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, None)),
-            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, None)),
-            Pred::Or(_) => match (first_test(p), eq_set(p)) {
-                (Some(t), Some((value, ks))) => {
-                    self.evaluated(t, &mut None);
-                    self.add_fact(value, Fact { op: CmpOp::Eq, rhs: Value::Const(0), holds: false, one_of: Some(ks) });
+            Pred::And(v) if outcome => v.iter().for_each(|q| self.assume(q, true, Lhs::Unknown)),
+            Pred::Or(v) if !outcome => v.iter().for_each(|q| self.assume(q, false, Lhs::Unknown)),
+            Pred::Or(_) => match (first_test(p), eq_tests(p)) {
+                (Some(t), Some((value, ts))) => {
+                    self.evaluated(t, &mut Lhs::Unknown);
+                    let start = self.sets.len() as u32;
+                    self.sets.extend(constants(ts));
+                    let rhs = Rhs::OneOf(start, self.sets.len() as u32);
+                    self.add_fact(value, Fact { op: CmpOp::Eq, rhs, holds: false });
                 }
-                (Some(t), None) => self.evaluated(t, &mut None),
+                (Some(t), None) => self.evaluated(t, &mut Lhs::Unknown),
                 (None, _) => {}
             },
             Pred::And(_) => {
                 if let Some(t) = first_test(p) {
-                    self.evaluated(t, &mut None);
+                    self.evaluated(t, &mut Lhs::Unknown);
                 }
             }
         }
@@ -272,17 +309,20 @@ impl Env {
     fn decide(&self, t: &Test, lhs: Option<u32>) -> Option<bool> {
         let facts = lhs.map(|i| &self.facts[i as usize]);
         if let Some(fs) = facts {
-            if let Some(f) = fs.iter().find(|f| f.one_of.is_none() && f.op == t.op && same_value(&f.rhs, &t.rhs)) {
+            // `t.rhs` as a fact would have it (no fact has an unnumbered value).
+            let rhs = match t.rhs {
+                Value::Const(k) => Some(Rhs::Const(k)),
+                ref v => self.ids.get(v).map(Rhs::Value),
+            };
+            if let Some(f) = rhs.and_then(|rhs| fs.iter().find(|f| f.op == t.op && f.rhs == rhs)) {
                 return Some(f.holds);
             }
             if let (CmpOp::Eq, Value::Const(k)) = (t.op, &t.rhs) {
                 // Constants the value was found to differ from.
-                let excluded = |x: u32| {
-                    fs.iter().any(|f| {
-                        f.one_of.is_none() && f.op == CmpOp::Eq && !f.holds && matches!(f.rhs, Value::Const(c) if c == x)
-                    })
-                };
-                for ks in fs.iter().filter_map(|f| f.one_of.as_ref()) {
+                let excluded = |x: u32| fs.iter().any(|f| f.op == CmpOp::Eq && !f.holds && f.rhs == Rhs::Const(x));
+                for f in fs {
+                    let Rhs::OneOf(start, end) = f.rhs else { continue };
+                    let ks = &self.sets[start as usize..end as usize];
                     if !ks.contains(k) {
                         return Some(false);
                     }
@@ -296,10 +336,7 @@ impl Env {
         let Value::Const(k) = t.rhs else { return None };
         let (mut lo, mut hi) = range(&t.lhs);
         for f in facts.map(|v| v.as_slice()).unwrap_or_default() {
-            if f.one_of.is_some() {
-                continue;
-            }
-            let Value::Const(c) = f.rhs else { continue };
+            let Rhs::Const(c) = f.rhs else { continue };
             match (f.op, f.holds) {
                 (CmpOp::Eq, true) => {
                     lo = lo.max(c);
@@ -334,27 +371,41 @@ impl Env {
     }
 }
 
-/// `a == b`, comparing constants (the common case) without a call.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Const(x), Value::Const(y)) => x == y,
-        _ => a == b,
-    }
-}
-
-/// A simplified node and, when known, its outcome if it does not abort.
+/// What [`simp`] found out about the node it simplified (in place).
+#[derive(Clone, Copy)]
 struct S {
-    p: Pred,
+    /// The node's outcome if it does not abort, when known.
     known: Option<bool>,
-    /// When `p` is a (negated) test: the number of its left operand, if it
-    /// has one (what [`Env::assume`] needs next).
-    lhs: Option<u32>,
+    /// When the node is a (negated) test: what is known of the number of
+    /// its left operand (what [`Env::assume`] needs next).
+    lhs: Lhs,
 }
 
-impl S {
-    fn constant(b: bool) -> S {
-        S { p: if b { Pred::True } else { Pred::False }, known: Some(b), lhs: None }
+/// What is known of the number ([`Env::id`]) of a test's left operand.
+#[derive(Clone, Copy)]
+enum Lhs {
+    /// It has this number.
+    Numbered(u32),
+    /// It has none yet, and would go there.
+    Vacant(Vacancy),
+    /// Not looked up.
+    Unknown,
+}
+
+impl Lhs {
+    /// The number, if known.
+    fn number(self) -> Option<u32> {
+        match self {
+            Lhs::Numbered(i) => Some(i),
+            _ => None,
+        }
     }
+}
+
+/// Makes `p` the constant `b` (known to be `b`).
+fn set_constant(p: &mut Pred, b: bool) -> S {
+    *p = if b { Pred::True } else { Pred::False };
+    S { known: Some(b), lhs: Lhs::Unknown }
 }
 
 /// Rewrites `p` with what each path has already established.
@@ -364,50 +415,51 @@ pub fn simplify(p: Pred) -> Pred {
 
 /// [`simplify`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
+pub(crate) fn simplify_noting(mut p: Pred, changed: &mut bool) -> Pred {
     let mut env = Env::take();
-    let p = simp(p, &mut env, Ctx::AbortIsFalse).p;
+    simp(&mut p, &mut env, Ctx::AbortIsFalse);
     *changed |= env.changed;
     env.give_back();
     p
 }
 
-fn simp(p: Pred, env: &mut Env, ctx: Ctx) -> S {
+/// Simplifies `p` in place: a node is only rewritten when something is
+/// decided about it or below it.
+fn simp(p: &mut Pred, env: &mut Env, ctx: Ctx) -> S {
     match p {
-        Pred::True => S::constant(true),
-        Pred::False => S::constant(false),
+        Pred::True => S { known: Some(true), lhs: Lhs::Unknown },
+        Pred::False => S { known: Some(false), lhs: Lhs::Unknown },
         Pred::Test(t) => {
-            let lhs = env.ids.get(&t.lhs);
-            match env.decide(&t, lhs) {
-                Some(b) if env.test_covered(&t, lhs) || allows(ctx, b) => {
+            let lhs = match env.ids.lookup(&t.lhs) {
+                Ok(i) => Lhs::Numbered(i),
+                Err(vacancy) => Lhs::Vacant(vacancy),
+            };
+            match env.decide(t, lhs.number()) {
+                Some(b) if env.test_covered(t, lhs.number()) || allows(ctx, b) => {
                     env.changed = true;
-                    S::constant(b)
+                    set_constant(p, b)
                 }
-                known => S { p: Pred::Test(t), known, lhs },
+                known => S { known, lhs },
             }
         }
-        Pred::Not(mut q) => {
-            // The box is reused for the simplified operand.
-            let s = simp(std::mem::replace(&mut *q, Pred::True), env, ctx.negated());
-            let (p, lhs) = match s.p {
+        Pred::Not(q) => {
+            let s = simp(q, env, ctx.negated());
+            let lhs = match &mut **q {
                 Pred::True | Pred::False | Pred::Not(_) => {
                     env.changed = true;
-                    let p = match s.p {
+                    *p = match std::mem::replace(&mut **q, Pred::True) {
                         Pred::True => Pred::False,
                         Pred::Not(r) => *r,
                         _ => Pred::True,
                     };
-                    (p, None)
+                    Lhs::Unknown
                 }
-                p => {
-                    *q = p;
-                    (Pred::Not(q), s.lhs)
-                }
+                _ => s.lhs,
             };
-            S { p, known: s.known.map(|b| !b), lhs }
+            S { known: s.known.map(|b| !b), lhs }
         }
-        Pred::And(v) => junction(v, env, ctx, true),
-        Pred::Or(v) => junction(v, env, ctx, false),
+        Pred::And(_) => junction(p, env, ctx, true),
+        Pred::Or(_) => junction(p, env, ctx, false),
     }
 }
 
@@ -465,16 +517,19 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
     true
 }
 
-/// `and` (`is_and`) or `or`: `unit` is the operand value that lets
-/// evaluation go on (`true` for `and`), `!unit` the one that decides.
-fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
+/// `and` (`is_and`) or `or` (the node `p`): `unit` is the operand value
+/// that lets evaluation go on (`true` for `and`), `!unit` the one that
+/// decides.
+fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
+    let (Pred::And(v) | Pred::Or(v)) = p else { return S { known: None, lhs: Lhs::Unknown } };
     let unit = is_and;
     let mark = env.mark();
     let n = v.len();
-    // The simplified operands are written back into `v`: `v[..k]` holds
-    // them, `v[r..]` the operands still to simplify (the operands from `i`
-    // on), `k <= r`. From `known_base` on, `env.known` holds what each
-    // simplified operand is known to be.
+    // The operands are simplified where they stand, and the ones kept move
+    // down: `v[..k]` holds them, `v[r..]` the operands still to simplify
+    // (the operands from `i` on), `k <= r`; `v[k..r]` holds what is left
+    // of operands dropped or moved. From `known_base` on, `env.known`
+    // holds what each kept operand is known to be.
     let (mut k, mut r) = (0, 0);
     let known_base = env.known.len();
     let mut grouped = false;
@@ -486,31 +541,36 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                 grouped = true;
             }
         }
-        let c = std::mem::replace(&mut v[r], Pred::True);
+        let j = r;
         r += 1;
         let cctx = if i + 1 == n || allows(ctx, !unit) { ctx } else { Ctx::Strict };
-        let s = simp(c, env, cctx);
-        match (&s.p, s.known) {
+        let s = simp(&mut v[j], env, cctx);
+        match (&v[j], s.known) {
             (Pred::True, _) if unit => env.changed = true,
             (Pred::False, _) if !unit => env.changed = true,
             (Pred::True | Pred::False, _) => {
-                v[k] = s.p;
+                move_down(v, k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             (_, Some(b)) if b != unit => {
-                v[k] = s.p;
+                move_down(v, k, j);
                 k += 1;
                 env.known.push(s.known);
                 env.changed |= i + 1 < n;
                 break;
             }
             _ => {
-                env.assume(&s.p, unit, s.lhs);
-                match s.p {
-                    Pred::And(w) | Pred::Or(w) if matches!(s.p, Pred::And(_)) == is_and => {
+                env.assume(&v[j], unit, s.lhs);
+                let flattened = match &mut v[j] {
+                    Pred::And(w) if is_and => Some(std::mem::take(w)),
+                    Pred::Or(w) if !is_and => Some(std::mem::take(w)),
+                    _ => None,
+                };
+                match flattened {
+                    Some(w) => {
                         env.changed = true;
                         env.known.extend(w.iter().map(|_| None));
                         if k + w.len() <= r {
@@ -526,8 +586,8 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                             r = k;
                         }
                     }
-                    p => {
-                        v[k] = p;
+                    None => {
+                        move_down(v, k, j);
                         k += 1;
                         env.known.push(s.known);
                     }
@@ -536,20 +596,19 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         }
     }
     v.truncate(k);
-    let mut out = v;
     env.reset(mark);
     // Drop operands that always let evaluation go on when the next operand
     // evaluates their atoms first (it aborts exactly when they would); the
     // kept ones move to the front, in order.
     // (What each kept operand is known to be moves along with it.)
     let mut kept = 0;
-    for j in 0..out.len() {
+    for j in 0..v.len() {
         let known = env.known[known_base + j];
-        if known == Some(unit) && j + 1 < out.len() && covers(&out[j + 1], &out[j]) {
+        if known == Some(unit) && j + 1 < v.len() && covers(&v[j + 1], &v[j]) {
             continue;
         }
         env.known[known_base + kept] = known;
-        out.swap(kept, j);
+        move_down(v, kept, j);
         kept += 1;
     }
     // Where an abort is as good as `unit`, operands at the end known to be
@@ -560,8 +619,8 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
             kept -= 1;
         }
     }
-    env.changed |= kept < out.len();
-    out.truncate(kept);
+    env.changed |= kept < v.len();
+    v.truncate(kept);
     // What the last operand kept is known to be, and whether all are known
     // to be `unit`.
     let knowns = &env.known[known_base..known_base + kept];
@@ -573,20 +632,28 @@ fn junction(mut v: Vec<Pred>, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
         _ if all_unit => Some(unit),
         _ => None,
     };
-    env.changed |= out.len() < 2;
-    let p = match out.len() {
-        0 => if unit { Pred::True } else { Pred::False },
-        1 => out.pop().unwrap_or(Pred::True),
-        _ if is_and => Pred::And(out),
-        _ => Pred::Or(out),
-    };
+    env.changed |= v.len() < 2;
+    match v.len() {
+        0 => *p = if unit { Pred::True } else { Pred::False },
+        1 => *p = v.pop().unwrap_or(Pred::True),
+        _ => {}
+    }
     if let Some(b) = known {
-        if allows(ctx, b) || env.pred_covered(&p) {
+        if allows(ctx, b) || env.pred_covered(p) {
             env.changed = true;
-            return S::constant(b);
+            return set_constant(p, b);
         }
     }
-    S { p, known, lhs: None }
+    S { known, lhs: Lhs::Unknown }
+}
+
+/// Moves the operand `v[j]` down to `v[k]` (`k <= j`), whose content is no
+/// longer needed; usually `k == j` (nothing dropped before it): no copy.
+#[inline]
+fn move_down(v: &mut [Pred], k: usize, j: usize) {
+    if k != j {
+        v.swap(k, j);
+    }
 }
 
 /// Whether evaluating `next` starts with atoms that abort whenever an atom

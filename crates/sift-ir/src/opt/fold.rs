@@ -3,50 +3,82 @@
 //! constants, `not not p`, nested `and`/`or` flattened, `true`/`false`
 //! operands that evaluate nothing removed. One bottom-up walk.
 
+use super::analysis::size;
 use crate::eval::apply;
 use crate::pred::{BinOp, CmpOp, Pred, Size, Test, Value};
 
 /// Folds constants in a predicate (its nodes are reused).
-pub fn fold(mut p: Pred) -> Pred {
-    fold_in_place(&mut p);
-    p
+pub fn fold(p: Pred) -> Pred {
+    fold_sized(p).0
+}
+
+/// [`fold`], with the result's [`size`] (counted
+/// during the walk).
+pub(crate) fn fold_sized(mut p: Pred) -> (Pred, usize) {
+    let n = fold_in_place(&mut p);
+    (p, n)
 }
 
 /// [`fold`] in place: a node is only rewritten when a rule changes it (an
-/// already folded tree, what lowering mostly gives, is only read).
-fn fold_in_place(p: &mut Pred) {
+/// already folded tree, what lowering mostly gives, is only read). Returns
+/// the size of the folded predicate.
+#[inline]
+fn fold_in_place(p: &mut Pred) -> usize {
+    match p {
+        // A test of a leaf against a leaf, not both constants (most tests):
+        // nothing to fold, no call.
+        Pred::Test(Test { lhs, rhs, .. })
+            if is_leaf(lhs) && is_leaf(rhs) && !matches!((&*lhs, &*rhs), (Value::Const(_), Value::Const(_))) =>
+        {
+            3
+        }
+        _ => fold_node_in_place(p),
+    }
+}
+
+/// Whether `v` has no operands (nothing in it to fold).
+#[inline]
+fn is_leaf(v: &Value) -> bool {
+    matches!(v, Value::Const(_) | Value::Len | Value::Protochain { .. } | Value::Load { index: None, .. })
+}
+
+/// [`fold_in_place`] of any node.
+fn fold_node_in_place(p: &mut Pred) -> usize {
     let is_and = matches!(p, Pred::And(_));
-    let replacement = match p {
-        Pred::True | Pred::False => None,
+    let (replacement, n) = match p {
+        Pred::True | Pred::False => (None, 1),
         Pred::Test(t) => {
-            fold_value_in_place(&mut t.lhs);
-            fold_value_in_place(&mut t.rhs);
+            let n = 1 + fold_value_in_place(&mut t.lhs) + fold_value_in_place(&mut t.rhs);
             match (&t.lhs, &t.rhs) {
-                (Value::Const(a), Value::Const(b)) => Some(constant(holds(*a, t.op, *b))),
-                _ => None,
+                (Value::Const(a), Value::Const(b)) => (Some(constant(holds(*a, t.op, *b))), 1),
+                _ => (None, n),
             }
         }
         Pred::Not(q) => {
-            fold_in_place(q);
+            let n = fold_in_place(q);
             match &mut **q {
-                Pred::True => Some(Pred::False),
-                Pred::False => Some(Pred::True),
-                Pred::Not(r) => Some(std::mem::replace(&mut **r, Pred::True)),
-                _ => None,
+                Pred::True => (Some(Pred::False), 1),
+                Pred::False => (Some(Pred::True), 1),
+                // `not not r`: `r`, two nodes fewer.
+                Pred::Not(r) => (Some(std::mem::replace(&mut **r, Pred::True)), n - 1),
+                _ => (None, 1 + n),
             }
         }
         Pred::And(v) | Pred::Or(v) => {
-            v.iter_mut().for_each(fold_in_place);
+            let n = 1 + v.iter_mut().map(fold_in_place).sum::<usize>();
             if v.len() < 2 || v.iter().any(|q| needs_work(q, is_and)) {
-                Some(junction(std::mem::take(v), is_and))
+                let q = junction(std::mem::take(v), is_and);
+                let n = size(&q);
+                (Some(q), n)
             } else {
-                None
+                (None, n)
             }
         }
     };
     if let Some(q) = replacement {
         *p = q;
     }
+    n
 }
 
 /// [`fold`] of a borrowed predicate: the folded tree is built directly,
@@ -176,47 +208,60 @@ fn holds(a: u32, op: CmpOp, b: u32) -> bool {
 /// constant 0, which must still abort), and operations that return their
 /// operand unchanged are removed. The value's nodes are reused.
 pub fn fold_value(mut v: Value) -> Value {
-    fold_value_in_place(&mut v);
+    let _ = fold_value_in_place(&mut v);
     v
 }
 
-/// [`fold_value`] in place (a value that needs no folding is only read).
-fn fold_value_in_place(v: &mut Value) {
-    let replacement = match v {
+/// [`fold_value`] in place (a value that needs no folding is only read);
+/// returns the folded value's [`value_size`](super::analysis::value_size).
+#[inline]
+fn fold_value_in_place(v: &mut Value) -> usize {
+    if is_leaf(v) {
+        // Most values: no call.
+        return 1;
+    }
+    fold_compound_in_place(v)
+}
+
+/// [`fold_value_in_place`] of a value with operands.
+fn fold_compound_in_place(v: &mut Value) -> usize {
+    let (replacement, n) = match v {
         Value::Load { index, offset, .. } => {
+            let mut n = 1;
             if let Some(i) = index {
-                fold_value_in_place(i);
+                n += fold_value_in_place(i);
                 if let Value::Const(k) = **i {
                     if let Some(o) = offset.checked_add(k) {
                         *offset = o;
                         *index = None;
+                        n = 1;
                     }
                 }
             }
-            None
+            (None, n)
         }
         Value::Neg(a) => {
-            fold_value_in_place(a);
+            let n = fold_value_in_place(a);
             match **a {
-                Value::Const(k) => Some(Value::Const(k.wrapping_neg())),
-                _ => None,
+                Value::Const(k) => (Some(Value::Const(k.wrapping_neg())), 1),
+                _ => (None, 1 + n),
             }
         }
         Value::Bin(op, a, b) => {
-            fold_value_in_place(a);
-            fold_value_in_place(b);
+            let (na, nb) = (fold_value_in_place(a), fold_value_in_place(b));
             match simplified(*op, a, b) {
-                Simplified::Const(k) => Some(Value::Const(k)),
-                Simplified::Lhs => Some(std::mem::replace(&mut **a, Value::Len)),
-                Simplified::Rhs => Some(std::mem::replace(&mut **b, Value::Len)),
-                Simplified::Kept => None,
+                Simplified::Const(k) => (Some(Value::Const(k)), 1),
+                Simplified::Lhs => (Some(std::mem::replace(&mut **a, Value::Len)), na),
+                Simplified::Rhs => (Some(std::mem::replace(&mut **b, Value::Len)), nb),
+                Simplified::Kept => (None, 1 + na + nb),
             }
         }
-        _ => None,
+        _ => (None, 1),
     };
     if let Some(w) = replacement {
         *v = w;
     }
+    n
 }
 
 /// [`fold_value`] of a borrowed value: the folded value is built directly.

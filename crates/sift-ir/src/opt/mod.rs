@@ -62,12 +62,15 @@ pub fn optimize(p: &Pred) -> Pred {
 
 /// Optimizes with the passes `opts` selects.
 pub fn optimize_with(p: &Pred, opts: &OptOptions) -> Pred {
-    run(fold::fold_ref(p), opts, None)
+    let folded = fold::fold_ref(p);
+    let size = analysis::size(&folded);
+    run(folded, size, opts, None)
 }
 
 /// [`optimize`], consuming the predicate (saves copying it).
 pub fn optimize_owned(p: Pred) -> Pred {
-    run(fold::fold(p), &OptOptions::default(), None)
+    let (folded, size) = fold::fold_sized(p);
+    run(folded, size, &OptOptions::default(), None)
 }
 
 /// The predicate after each pass, named, in order (for `sift explain` and
@@ -77,16 +80,18 @@ pub fn optimize_owned(p: Pred) -> Pred {
 /// changed nothing).
 pub fn stages(p: &Pred, opts: &OptOptions) -> Vec<(&'static str, Pred)> {
     let mut out = Vec::new();
-    run(fold::fold_ref(p), opts, Some(&mut |name, q: &Pred| out.push((name, q.clone()))));
+    let folded = fold::fold_ref(p);
+    let size = analysis::size(&folded);
+    run(folded, size, opts, Some(&mut |name, q: &Pred| out.push((name, q.clone()))));
     out
 }
 
 /// Gets each pass's name and result (for [`stages`]).
 type Seen<'a> = &'a mut dyn FnMut(&'static str, &Pred);
 
-/// The passes after [`fold`], which gave `folded`; `seen` (for [`stages`])
-/// gets every intermediate tree.
-fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
+/// The passes after [`fold`], which gave `folded` (of [`analysis::size`]
+/// `size`); `seen` (for [`stages`]) gets every intermediate tree.
+fn run(folded: Pred, size: usize, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     let mut seen = |name, q: &Pred| {
         if let Some(f) = seen.as_mut() {
             f(name, q);
@@ -95,7 +100,7 @@ fn run(folded: Pred, opts: &OptOptions, mut seen: Option<Seen<'_>>) -> Pred {
     let mut cur = folded;
     seen("fold", &cur);
     // Distribution may copy up to twice the tree plus a little.
-    let mut budget = 2 * analysis::size(&cur) + 1024;
+    let mut budget = 2 * size + 1024;
     let rounds = if opts.second_round { 2 } else { 1 };
     for round in 0..rounds {
         // Whether each pass of the round may have changed the tree: each

@@ -18,6 +18,16 @@ pub(crate) struct ValueNumbers {
     entries: Vec<Entry>,
 }
 
+/// Where a value not numbered yet goes (from [`ValueNumbers::lookup`]):
+/// valid while no other value is numbered.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vacancy {
+    hash: u64,
+    slot: usize,
+    /// How many values were numbered when it was found.
+    count: usize,
+}
+
 struct Entry {
     value: Value,
     hash: u64,
@@ -39,16 +49,38 @@ impl ValueNumbers {
         self.find(v, top_hash(v)).ok()
     }
 
+    /// The number of `v`, or where [`ValueNumbers::number_vacant`] would
+    /// put it (saves hashing it and probing again when it is numbered).
+    pub(crate) fn lookup(&self, v: &Value) -> Result<u32, Vacancy> {
+        let hash = top_hash(v);
+        self.find(v, hash).map_err(|slot| Vacancy { hash, slot, count: self.entries.len() })
+    }
+
+    /// [`ValueNumbers::number`] of a value `lookup` did not find (`vacancy`
+    /// is what it gave; if values were numbered since, `v` is looked up
+    /// again).
+    pub(crate) fn number_vacant(&mut self, v: &Value, vacancy: Vacancy) -> u32 {
+        if vacancy.count != self.entries.len() || self.slots.is_empty() {
+            return self.number(v);
+        }
+        self.insert(v, vacancy.hash, vacancy.slot)
+    }
+
     /// The number of `v`, given (with a copy of `v`) on first sight.
     pub(crate) fn number(&mut self, v: &Value) -> u32 {
         if self.slots.is_empty() {
             self.grow();
         }
         let hash = top_hash(v);
-        let slot = match self.find(v, hash) {
-            Ok(n) => return n,
-            Err(slot) => slot,
-        };
+        match self.find(v, hash) {
+            Ok(n) => n,
+            Err(slot) => self.insert(v, hash, slot),
+        }
+    }
+
+    /// Numbers `v` (of hash `hash`, not numbered yet) in the empty slot
+    /// `slot` where [`ValueNumbers::find`] stopped.
+    fn insert(&mut self, v: &Value, hash: u64, slot: usize) -> u32 {
         let n = self.entries.len() as u32;
         self.entries.push(Entry { value: v.clone(), hash, slot });
         self.slots[slot] = n + 1;

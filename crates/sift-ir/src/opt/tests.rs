@@ -382,18 +382,59 @@ fn second_round_only_after_path_facts_changed_something() {
     assert!(second_rounds > 50, "{second_rounds}");
 }
 
-/// Every `or` (bottom up, as factoring sees them) of `p`'s factored tree.
-fn ors_of(p: &Pred, out: &mut Vec<Vec<Pred>>) {
+/// The operands of every `or` (`ors`) or `and` of `p`, bottom up.
+fn junctions_of(p: &Pred, ors: bool, out: &mut Vec<Vec<Pred>>) {
     match p {
-        Pred::Not(q) => ors_of(q, out),
+        Pred::Not(q) => junctions_of(q, ors, out),
         Pred::And(v) | Pred::Or(v) => {
-            v.iter().for_each(|q| ors_of(q, out));
-            if let Pred::Or(v) = p {
+            v.iter().for_each(|q| junctions_of(q, ors, out));
+            if matches!(p, Pred::Or(_)) == ors {
                 out.push(v.clone());
             }
         }
         _ => {}
     }
+}
+
+/// Every `or` (bottom up, as factoring sees them) of `p`'s factored tree.
+fn ors_of(p: &Pred, out: &mut Vec<Vec<Pred>>) {
+    junctions_of(p, true, out)
+}
+
+/// When factoring's check says an `and` has nothing to distribute (it is
+/// then left as it is), distributing gives the `and` back unchanged, and
+/// says so.
+#[test]
+fn nothing_to_distribute_means_distribution_changes_nothing() {
+    let mut r = Rng(0xd157_0b07);
+    let mut preds: Vec<Pred> =
+        ["tcp", "tcp port 80", "host 1.2.3.4", "tcp[20:1] > 65 and tcp[20:1] < 90", "ip6 and udp", "vlan and tcp"]
+            .iter()
+            .map(|e| parse(e))
+            .collect();
+    preds.extend((0..1500).map(|i| match i % 3 {
+        0 => rand_pred(&mut r, 4),
+        1 => rand_guarded(&mut r, 2),
+        _ => rand_pre_guarded(&mut r, 2),
+    }));
+    let (mut checked, mut distributed) = (0, 0);
+    for p in preds {
+        let mut budget = usize::MAX / 2;
+        let mut ands = Vec::new();
+        junctions_of(&fold::fold(p.clone()), false, &mut ands);
+        junctions_of(&factor::factor(fold::fold(p), &mut budget), false, &mut ands);
+        for v in ands {
+            if factor::nothing_to_distribute(&v) {
+                checked += 1;
+                let mut changed = false;
+                assert_eq!(factor::distribute(v.clone(), &mut budget, &mut changed), Pred::And(v));
+                assert!(!changed);
+            } else {
+                distributed += 1;
+            }
+        }
+    }
+    assert!(checked > 500 && distributed > 100, "{checked} {distributed}");
 }
 
 /// When factoring's check says an `or` has nothing to merge, taking its
@@ -480,4 +521,111 @@ fn unchanged_passes_give_their_input_back() {
     }
     // The check is not vacuous.
     assert!(same_factor > 100 && same_facts > 100, "{same_factor} {same_facts}");
+}
+
+/// Values on which most folding rules fire (constant operands, identities,
+/// constant indexes, negations).
+fn rand_foldable_value(r: &mut Rng, depth: u32) -> Value {
+    if depth == 0 {
+        return match r.below(3) {
+            0 => Value::Const([0, 1, u32::MAX, 7][r.below(4) as usize]),
+            1 => Value::load(Size::Byte, r.below(6) as u32),
+            _ => Value::Len,
+        };
+    }
+    let sub = |r: &mut Rng| Box::new(rand_foldable_value(r, depth - 1));
+    match r.below(4) {
+        0 => Value::Neg(sub(r)),
+        1 => {
+            let offset = [0, 2, u32::MAX][r.below(3) as usize];
+            Value::Load { size: Size::Half, index: Some(sub(r)), offset }
+        }
+        _ => {
+            let op = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::And, BinOp::Or, BinOp::Xor, BinOp::Shl]
+                [r.below(8) as usize];
+            Value::Bin(op, sub(r), sub(r))
+        }
+    }
+}
+
+/// Predicates on which most folding rules fire.
+fn rand_foldable(r: &mut Rng, depth: u32) -> Pred {
+    let test = |r: &mut Rng| {
+        let op = [CmpOp::Eq, CmpOp::Gt, CmpOp::Ge, CmpOp::Set][r.below(4) as usize];
+        Pred::Test(Test { lhs: rand_foldable_value(r, 2), op, rhs: rand_foldable_value(r, 1) })
+    };
+    if depth == 0 {
+        return test(r);
+    }
+    match r.below(8) {
+        0 | 1 => test(r),
+        2 | 3 => Pred::Not(Box::new(rand_foldable(r, depth - 1))),
+        4 => if r.below(2) == 0 { Pred::True } else { Pred::False },
+        5 => Pred::And((0..r.below(4)).map(|_| rand_foldable(r, depth - 1)).collect()),
+        6 => Pred::Or((0..r.below(4)).map(|_| rand_foldable(r, depth - 1)).collect()),
+        _ => Pred::And(vec![rand_foldable(r, depth - 1), Pred::Or(vec![rand_foldable(r, depth - 1)])]),
+    }
+}
+
+/// Folding counts the size of the tree it returns (the distribution budget)
+/// as `analysis::size` does, whichever rules fired.
+#[test]
+fn folding_counts_the_folded_size() {
+    let mut r = Rng(0x51_2e5);
+    let mut changed = 0;
+    for i in 0..5000 {
+        let p = match i % 3 {
+            0 => rand_foldable(&mut r, 4),
+            1 => rand_pred(&mut r, 4),
+            _ => rand_guarded(&mut r, 2),
+        };
+        let (q, n) = fold::fold_sized(p.clone());
+        assert_eq!(n, analysis::size(&q), "{p}");
+        assert_eq!(q, fold::fold_ref(&p));
+        changed += usize::from(analysis::size(&p) != n);
+    }
+    assert!(changed > 1000, "{changed}");
+}
+
+/// Numbering a value at the place a lookup found for it numbers it as a
+/// plain numbering does (a new number for a new value, its number for a
+/// value seen before), also when other values were numbered in between
+/// (the place is then looked for again).
+#[test]
+fn numbering_at_a_vacancy_equals_numbering() {
+    use super::numbering::ValueNumbers;
+    let mut r = Rng(0x07ac_44c7);
+    let mut ids = ValueNumbers::default();
+    // The value of each number.
+    let mut values: Vec<Value> = Vec::new();
+    let mut check = |v: &Value, n: u32| {
+        if n as usize == values.len() {
+            assert!(!values.contains(v), "{v} numbered twice");
+            values.push(v.clone());
+        } else {
+            assert_eq!(&values[n as usize], v);
+        }
+    };
+    let mut pending = Vec::new();
+    for _ in 0..3000 {
+        let v = rand_value(&mut r, 2);
+        match ids.lookup(&v) {
+            Ok(n) => check(&v, n),
+            Err(vacancy) if r.below(3) == 0 => pending.push((v, vacancy)),
+            Err(vacancy) => {
+                let n = ids.number_vacant(&v, vacancy);
+                check(&v, n);
+            }
+        }
+        // Numbered late: other values may have been numbered since.
+        while pending.len() > 2 || (!pending.is_empty() && r.below(2) == 0) {
+            let (v, vacancy) = pending.remove(0);
+            let n = ids.number_vacant(&v, vacancy);
+            check(&v, n);
+        }
+    }
+    assert!(values.len() > 100, "{}", values.len());
+    for (n, v) in values.iter().enumerate() {
+        assert_eq!(ids.get(v), Some(n as u32));
+    }
 }
