@@ -829,6 +829,17 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     };
     let rest = b.get(i..).unwrap_or_default();
     let c = at(b, i);
+    if !EXHAUSTIVE {
+        // The commonest tokens no other rule can match longer or first:
+        // one-character punctuation that starts no two-character token or
+        // keyword, and dotted decimal addresses.
+        if let Some(p) = lone_punct(c) {
+            return Ok((1, Tok::Punct(p)));
+        }
+        if let Some(len) = dotted_decimal(b, i) {
+            return Ok((len, Tok::Hid(source.get(i..i + len).unwrap_or("").to_string())));
+        }
+    }
     let two = b.get(i..i + 2).unwrap_or(&[]);
     let ident = match_ident(b, i);
     // The address rules (MAC-48, IPv6, malformed MAC) start with ':' or a
@@ -978,6 +989,51 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
         Rule::Escaped => Tok::Id(source.get(i + 1..i + len).unwrap_or("").to_string()),
     };
     Ok((len, tok))
+}
+
+/// The punctuation `c` is when it can only be a one-character token:
+/// not the start of `>=`, `<=`, `!=`, `==`, `<<`, `>>`, `&&`, `||`, nor
+/// of an address (`:`).
+fn lone_punct(c: u8) -> Option<Punct> {
+    Some(match c {
+        b'(' => Punct::LParen,
+        b')' => Punct::RParen,
+        b'[' => Punct::LBracket,
+        b']' => Punct::RBracket,
+        b'/' => Punct::Slash,
+        b'+' => Punct::Plus,
+        b'-' => Punct::Minus,
+        b'*' => Punct::Star,
+        b'%' => Punct::Percent,
+        b'^' => Punct::Caret,
+        _ => return None,
+    })
+}
+
+/// The length of a dotted decimal address at `i` (two to four runs of
+/// decimal digits joined by single dots, `10.0.0.0`) when no rule can
+/// match it longer or match it as long with a higher priority than the
+/// host-address rule: the character after it continues no identifier,
+/// number or address (`[A-Za-z0-9._:-]`), and it is not the MAC-48 form
+/// `dddd.dddd.dddd`. `None`: leave it to the full scanner.
+fn dotted_decimal(b: &[u8], i: usize) -> Option<usize> {
+    let (mut pos, mut groups, mut all_four) = (i, 0, true);
+    loop {
+        let n = run(b, pos, |c| c.is_ascii_digit());
+        if n == 0 {
+            return None;
+        }
+        groups += 1;
+        all_four &= n == 4;
+        pos += n;
+        if at(b, pos) != b'.' || groups == 4 {
+            break;
+        }
+        pos += 1;
+    }
+    let next = at(b, pos);
+    let continues = next.is_ascii_alphanumeric() || matches!(next, b'.' | b'_' | b':' | b'-');
+    (groups >= 2 && !continues && !(groups == 3 && all_four)).then_some(pos - i)
 }
 
 /// Value of a run of hex digits (at most 8 digits are ever passed).
@@ -1506,7 +1562,9 @@ mod tests {
         let pieces = "0 1 12 123 1234 12345 255 256 0x 0X1f 08 a ab abc abcd F fe80 g z : :: . - _ / $ \\ \
                       ( ) [ ] ! = < > & | é 4294967296 1.2.3.4 aa:bb:cc:dd:ee:ff 1:2:3:4:5:6:7 \
                       aabb.ccdd.eeff aabbccddeeff a-b-c-d-e-f 1.2.3.4.5.6 1.2.3.4.5 ::ffff:1.2.3.4 \
-                      fe80::1 1:2:: 1111:2222:3333:4444:5555:6666:7777::";
+                      fe80::1 1:2:: 1111:2222:3333:4444:5555:6666:7777:: 192.168.2.0 10.0.0.0/8 \
+                      1234.5678.9012 123.5678.9012 1234.5678 1.2 1.2.3 123456789012.1 0x1.2 % * + ^ >> << \
+                      >= <= != == && ||";
         frags.extend(pieces.split_whitespace());
         frags.push(" ");
         let alphabets: [&[u8]; 4] =
