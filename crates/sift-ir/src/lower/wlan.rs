@@ -245,7 +245,10 @@ impl Lowerer<'_> {
         } else {
             body
         };
-        Ok(if self.opts_radio() == Some(RadioHeader::Ppi) {
+        // libpcap checks the PPI header's DLT only if the link type is
+        // still PPI at the end of the filter: `pppoes` (PPP) and `geneve`
+        // (Ethernet) change it, wherever they stand in the filter.
+        Ok(if self.opts_radio() == Some(RadioHeader::Ppi) && self.link.kind == LinkKind::Ieee80211 {
             Pred::eq(Value::load(Size::Word, 4), PPI_DLT_IEEE802_11).and(pred)
         } else {
             pred
