@@ -334,7 +334,11 @@ pub const TUNNEL_TEST_REEVALUATED: &str =
 /// bug only when sift's engines agree among themselves and libpcap's run on
 /// that packet actually did it: a packet load indexed by a scratch register
 /// whose value had been overwritten by a later store than the first one
-/// to it ([`LibpcapTrace::overwritten_base`]).
+/// to it ([`LibpcapTrace::overwritten_base`]), or by a register arithmetic
+/// had used as an operand ([`LibpcapTrace::arith_base`]: e.g. `pppoes`
+/// on PRISM after arithmetic, where 1.10.3 takes the frame control's offset
+/// from a register its prologue never writes, libpcap#834, and arithmetic
+/// wrote it).
 pub const WLAN_REGISTER_REUSE: &str =
     "libpcap#1192: on 802.11 link types and PFLOG libpcap's arithmetic overwrote the register of a run-time link-layer offset (seen in libpcap's run); sift uses the intended offsets";
 
@@ -1364,7 +1368,7 @@ fn one_expression(
                     *report.exempted.entry(PROTOCHAIN_BOUND).or_default() += 1;
                     continue;
                 }
-                if has_runtime_offsets(lt) && traces.iter().any(|t| t.overwritten_base) {
+                if has_runtime_offsets(lt) && traces.iter().any(|t| t.overwritten_base || t.arith_base) {
                     *report.exempted.entry(WLAN_REGISTER_REUSE).or_default() += 1;
                     continue;
                 }
