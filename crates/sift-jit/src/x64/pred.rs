@@ -809,7 +809,7 @@ fn reads_len(p: &Pred) -> bool {
 /// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
 /// distance; the wire length of the packet goes to `r8d`). Also returns
 /// whether the code reads the wire length.
-fn emit<'p>(pred: &'p Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
+fn emit(pred: &Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
     let mut regs = 0;
     // Every packet the predicate accepts has at least `accept_len` bytes.
     let (accept_len, _) = scan(pred, 0, &mut regs, MAX_DEPTH)?;
