@@ -566,11 +566,16 @@ fn count_batched<T>(counter: &exec::CountBuffer, items: &[T], packet: impl Fn(&T
             from: &'a [T],
             packet: &impl Fn(&T) -> (&[u8], u32),
         ) {
-            for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
-                let (data, wire_len) = packet(item);
-                *slot = exec::Slot::new(data);
-                if WIRE {
+            if WIRE {
+                for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
+                    let (data, wire_len) = packet(item);
+                    *slot = exec::Slot::new(data);
                     *wire = wire_len;
+                }
+            } else {
+                // (No wire lengths to walk: one iterator pair less.)
+                for (slot, item) in slots.iter_mut().zip(from) {
+                    *slot = exec::Slot::new(packet(item).0);
                 }
             }
         }
