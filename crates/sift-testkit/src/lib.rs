@@ -10,6 +10,7 @@
 //!   generators draw from, so that random filters match random packets often.
 //! * [`packets`]: structured random packets per link type, truncated often.
 //! * [`exprs`]: a grammar-based random filter-expression generator.
+//! * [`testrun`]: the name tables libpcap's TESTrun sets up.
 //! * [`diff`]: the differential campaign (libpcap vs sift's evaluator,
 //!   interpreter and codegen vs the kernel) with shrinking and a report.
 //!
@@ -27,6 +28,7 @@ pub mod packets_tunnel;
 mod packets_wlan;
 pub mod pool;
 pub mod rng;
+pub mod testrun;
 
 pub use rng::Rng;
 /// The link type the packet generators take (re-exported so that tests
