@@ -342,10 +342,10 @@ impl JitFilter {
     /// `accept` when `pred` holds and 0 when it does not or its evaluation
     /// aborts (`sift_ir::eval` semantics). `protochain` (a bounded loop),
     /// trees nested deeper than 400 levels, or values needing more than
-    /// nine registers go
-    /// through `sift_bpf::codegen` and [`JitFilter::from_program`] instead;
-    /// [`JitFilter::insn_count`] is then the cBPF length (0 for the direct
-    /// path). The filter keeps a copy of `pred` for its count function;
+    /// nine registers go through `sift_bpf::codegen` and
+    /// [`JitFilter::from_program`] instead; [`JitFilter::insn_count`] is
+    /// then the cBPF length (0 for the direct path). The filter keeps a
+    /// copy of `pred` for its count function;
     /// [`JitFilter::from_shared_pred`] shares the caller's instead.
     pub fn from_pred_with(pred: &Pred, accept: u32) -> Result<JitFilter, JitError> {
         match pred {
