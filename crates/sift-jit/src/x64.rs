@@ -561,9 +561,16 @@ pub(crate) fn compile<R>(
     count: bool,
     install: impl FnOnce(Compiled<'_>) -> R,
 ) -> Result<R, CompileError> {
+    with_scratch(|scratch| compile_with(scratch, prog, count, install))
+}
+
+/// Runs `f` with the thread's scratch buffers (fresh ones inside another
+/// compile's `install`), dropping them afterwards if they grew past
+/// [`SCRATCH_KEEP`].
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut scratch) => {
-            let done = compile_with(&mut scratch, prog, count, install);
+            let done = f(&mut scratch);
             if scratch.asm.code.capacity() > SCRATCH_KEEP {
                 *scratch = Scratch::EMPTY;
             }
@@ -571,31 +578,18 @@ pub(crate) fn compile<R>(
         }
         Err(_) => {
             let mut fresh = Scratch::EMPTY;
-            compile_with(&mut fresh, prog, count, install)
+            f(&mut fresh)
         }
     })
 }
 
-/// Runs `f` with the thread's scratch assembler (its buffers kept from one
-/// compile to the next, as [`compile`] does), emptied.
+/// Runs `f` with the thread's scratch assembler (see [`with_scratch`]),
+/// emptied.
 fn with_scratch_asm<R>(f: impl FnOnce(&mut Asm) -> R) -> R {
-    let run = |asm: &mut Asm| {
-        asm.code.clear();
-        asm.start(0);
-        f(asm)
-    };
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut scratch) => {
-            let done = run(&mut scratch.asm);
-            if scratch.asm.code.capacity() > SCRATCH_KEEP {
-                scratch.asm = Asm::EMPTY;
-            }
-            done
-        }
-        Err(_) => {
-            let mut fresh = Asm::EMPTY;
-            run(&mut fresh)
-        }
+    with_scratch(|scratch| {
+        scratch.asm.code.clear();
+        scratch.asm.start(0);
+        f(&mut scratch.asm)
     })
 }
 
