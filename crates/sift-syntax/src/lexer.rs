@@ -833,8 +833,10 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
         // The commonest tokens no other rule can match longer or first:
         // one-character punctuation that starts no two-character token or
         // keyword, and dotted decimal addresses.
-        if let Some(p) = lone_punct(c) {
-            return Ok((1, Tok::Punct(p)));
+        if lone_punct(c) {
+            if let Some(tok) = punct1(c) {
+                return Ok((1, tok));
+            }
         }
         if let Some(len) = dotted_decimal(b, i) {
             return Ok((len, Tok::Hid(source.get(i..i + len).unwrap_or("").to_string())));
@@ -893,7 +895,7 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     if let Some((l, _)) = kw {
         consider(l, Rule::Keyword);
     }
-    if b"+-*/%:[]!<>()&|^=".contains(&c) {
+    if punct1(c).is_some() {
         consider(1, Rule::Punct1);
     }
     if matches!(two, b">=" | b"<=" | b"!=" | b"==" | b"<<" | b">>") {
@@ -946,25 +948,8 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     let sp = span(i, i + len);
     let tok = match rule {
         Rule::Keyword => Tok::Kw(kw.map_or(Kw::And, |(_, k)| k)),
-        Rule::Punct1 => Tok::Punct(match c {
-            b'+' => Punct::Plus,
-            b'-' => Punct::Minus,
-            b'*' => Punct::Star,
-            b'/' => Punct::Slash,
-            b'%' => Punct::Percent,
-            b':' => Punct::Colon,
-            b'[' => Punct::LBracket,
-            b']' => Punct::RBracket,
-            b'<' => Punct::Lt,
-            b'>' => Punct::Gt,
-            b'(' => Punct::LParen,
-            b')' => Punct::RParen,
-            b'&' => Punct::Amp,
-            b'|' => Punct::Pipe,
-            b'^' => Punct::Caret,
-            b'=' => Punct::Eq,
-            _ => return Ok((1, Tok::Kw(Kw::Not))), // '!'
-        }),
+        // (Considered only where `punct1` gives a token.)
+        Rule::Punct1 => punct1(c).unwrap_or(Tok::Kw(Kw::Not)),
         Rule::Punct2 => Tok::Punct(match two {
             b">=" => Punct::Ge,
             b"<=" => Punct::Le,
@@ -991,23 +976,36 @@ fn next_token_with<const EXHAUSTIVE: bool>(source: &str, i: usize) -> Result<(us
     Ok((len, tok))
 }
 
-/// The punctuation `c` is when it can only be a one-character token:
-/// not the start of `>=`, `<=`, `!=`, `==`, `<<`, `>>`, `&&`, `||`, nor
-/// of an address (`:`).
-fn lone_punct(c: u8) -> Option<Punct> {
-    Some(match c {
-        b'(' => Punct::LParen,
-        b')' => Punct::RParen,
-        b'[' => Punct::LBracket,
-        b']' => Punct::RBracket,
-        b'/' => Punct::Slash,
+/// The token of one-character punctuation `c` (`!` is `not`), if it is
+/// one.
+fn punct1(c: u8) -> Option<Tok> {
+    Some(Tok::Punct(match c {
         b'+' => Punct::Plus,
         b'-' => Punct::Minus,
         b'*' => Punct::Star,
+        b'/' => Punct::Slash,
         b'%' => Punct::Percent,
+        b':' => Punct::Colon,
+        b'[' => Punct::LBracket,
+        b']' => Punct::RBracket,
+        b'<' => Punct::Lt,
+        b'>' => Punct::Gt,
+        b'(' => Punct::LParen,
+        b')' => Punct::RParen,
+        b'&' => Punct::Amp,
+        b'|' => Punct::Pipe,
         b'^' => Punct::Caret,
+        b'=' => Punct::Eq,
+        b'!' => return Some(Tok::Kw(Kw::Not)),
         _ => return None,
-    })
+    }))
+}
+
+/// Whether punctuation `c` can only be a one-character token: it starts
+/// none of `>=`, `<=`, `!=`, `==`, `<<`, `>>`, `&&`, `||`, nor an address
+/// (`:`).
+fn lone_punct(c: u8) -> bool {
+    matches!(c, b'(' | b')' | b'[' | b']' | b'/' | b'+' | b'-' | b'*' | b'%' | b'^')
 }
 
 /// The length of a dotted decimal address at `i` (two to four runs of
