@@ -60,15 +60,18 @@ fn need(v: &Value, depth: u32) -> Option<usize> {
         // The walk has branches: such predicates go through classic BPF.
         Value::Protochain { .. } => return None,
         Value::Bin(_, a, b) if matches!(**b, Value::Const(_)) => need(a, depth)?,
-        Value::Bin(_, a, b) => {
-            let (na, nb) = (need(a, depth)?, need(b, depth)?);
-            if na == nb {
-                na + 1
-            } else {
-                na.max(nb)
-            }
-        }
+        Value::Bin(_, a, b) => need_both(need(a, depth)?, need(b, depth)?),
     })
+}
+
+/// The registers two values computed together need, given what each needs
+/// alone: the larger first, the other in the registers left.
+fn need_both(na: usize, nb: usize) -> usize {
+    if na == nb {
+        na + 1
+    } else {
+        na.max(nb)
+    }
 }
 
 /// Whether `load op k` can compare the packet bytes in memory with `k` in
@@ -97,14 +100,7 @@ fn test_need(t: &Test, depth: u32) -> Option<usize> {
         (Value::Const(_), Value::Const(_)) => 0,
         _ if is_raw_compare(t) => 0,
         (v, Value::Const(_)) | (Value::Const(_), v) => need(v, depth)?,
-        (a, b) => {
-            let (na, nb) = (need(a, depth)?, need(b, depth)?);
-            if na == nb {
-                na + 1
-            } else {
-                na.max(nb)
-            }
-        }
+        (a, b) => need_both(need(a, depth)?, need(b, depth)?),
     })
 }
 
@@ -226,7 +222,7 @@ fn as_eq(p: &Pred) -> Option<(&Value, u32)> {
 /// `x == c` held: `p` is `x == c'` or a disjunction of such tests, every
 /// `c'` other than `c`.
 fn excluded_by(x: &Value, c: u32, p: &Pred) -> bool {
-    let other = |q: &Pred| as_eq(q).is_some_and(|(y, d)| d != c && (std::ptr::eq(x, y) || *x == *y));
+    let other = |q: &Pred| as_eq(q).is_some_and(|(y, d)| d != c && same_value(x, y));
     match p {
         Pred::Or(v) => !v.is_empty() && v.iter().all(other),
         _ => other(p),
@@ -254,10 +250,15 @@ fn skip_to(items: &[Pred], i: usize) -> Option<usize> {
     (excluded > 0).then_some(i + 1 + excluded)
 }
 
+/// Whether two values are the same (often the same node of the tree).
+fn same_value(a: &Value, b: &Value) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
 /// Whether two values held in registers are the same value.
 fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
-        (Some(a), Some(b)) => std::ptr::eq(a, b) || a == b,
+        (Some(a), Some(b)) => same_value(a, b),
         _ => false,
     }
 }
@@ -490,7 +491,7 @@ impl<'p> Ctx<'p> {
             }
             (a, b) => {
                 let (na, nb) = (need(a, depth)?, need(b, depth)?);
-                if na.max(nb) > self.regs.len() || (na == nb && na + 1 > self.regs.len()) {
+                if need_both(na, nb) > self.regs.len() {
                     return None;
                 }
                 let regs = self.regs;
