@@ -247,7 +247,7 @@ pub struct JitFilter {
     /// is `constant`).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     code: Option<exec::ExecBuffer>,
-    /// The count function, compiled from `prog` by the first
+    /// The count function, compiled from `source` by the first
     /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
     /// inside: the filter has none). Boxed: a filter is moved around
     /// whole and most are never counted with; kept small (120 bytes; test
@@ -282,12 +282,11 @@ impl JitFilter {
         }
     }
 
-    /// A filter with per-packet code `code` (none: the verdict is always
-    /// `constant`) and the program `prog` its count function is compiled
-    /// from.
+    /// A filter with per-packet code `code` and what its count function
+    /// is compiled from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn with_code(code: Option<exec::ExecBuffer>, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
-        JitFilter { code, count: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
+    fn with_code(code: exec::ExecBuffer, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
+        JitFilter { code: Some(code), count: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
     }
 
     /// The filter of a program whose verdict is always `k`: no code.
@@ -316,7 +315,7 @@ impl JitFilter {
         }
         let compiled = x64::compile(prog, false, |c| {
             let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
-            Ok(Self::with_code(Some(code), CountSource::Program(prog.into()), prog.len(), c.reads_packet))
+            Ok(Self::with_code(code, CountSource::Program(prog.into()), prog.len(), c.reads_packet))
         });
         match compiled {
             Ok(filter) => filter,
@@ -348,11 +347,7 @@ impl JitFilter {
     /// copy of `pred` for its count function;
     /// [`JitFilter::from_shared_pred`] shares the caller's instead.
     pub fn from_pred_with(pred: &Pred, accept: u32) -> Result<JitFilter, JitError> {
-        match pred {
-            Pred::True => Ok(Self::constant(0, accept)),
-            Pred::False => Ok(Self::constant(0, 0)),
-            _ => Self::from_shared_pred(Arc::new(pred.clone()), accept),
-        }
+        Self::from_shared_pred(Arc::new(pred.clone()), accept)
     }
 
     /// [`JitFilter::from_pred_with`] on a shared predicate: the filter
@@ -367,7 +362,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = x64::pred::compile(&pred, accept, exec::ExecBuffer::new) {
             let code = code.map_err(JitError::Memory)?;
-            return Ok(Self::with_code(Some(code), CountSource::Pred(pred, accept), 0, true));
+            return Ok(Self::with_code(code, CountSource::Pred(pred, accept), 0, true));
         }
         if !Self::is_supported() {
             return Err(JitError::Unsupported);
