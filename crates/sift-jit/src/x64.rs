@@ -329,6 +329,18 @@ impl Asm {
 
     /// `mov dst32, src32`.
     #[inline]
+    /// `push r` (64-bit).
+    fn push(&mut self, r: u8) {
+        self.rex(false, 0, 0, r);
+        self.byte(0x50 + (r & 7));
+    }
+
+    /// `pop r` (64-bit).
+    fn pop(&mut self, r: u8) {
+        self.rex(false, 0, 0, r);
+        self.byte(0x58 + (r & 7));
+    }
+
     fn mov_rr(&mut self, dst: u8, src: u8) {
         self.op_rr(None, false, &[0x89], src, dst);
     }
@@ -895,38 +907,14 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
             t
         }
     };
+    let counting = CountLoop {
+        reads_len: plan.reads_len,
+        reads_packet: plan.reads_packet,
+        wire: RDX,
+        saved: &[],
+    };
     if count {
-        // push rbx; push r12; push r14 (and r13 for the wire lengths, r15
-        // for the prefetch distance)
-        asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
-        if plan.reads_len {
-            asm.bytes(&[0x41, 0x55]);
-        }
-        if plan.reads_packet {
-            asm.bytes(&[0x41, 0x57]); // push r15
-            asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
-        }
-        asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
-        asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
-        asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
-        asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
-        if plan.reads_len {
-            asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire length)
-        }
-        asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
-        asm.jcc(Cc::E, done);
-        asm.bind(top);
-        asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
-        asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
-        if plan.reads_len {
-            asm.bytes(&[0x41, 0x8b, 0x55, 0x00]); // mov edx, [r13] (wire length)
-        }
-        if plan.reads_packet {
-            // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots
-            // further on); prefetcht0 [rax]
-            asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
-            asm.bytes(&[0x0f, 0x18, 0x08]);
-        }
+        counting.head(asm, top, done);
     }
     let wire = if uses_div {
         if plan.reads_len {
@@ -1047,21 +1035,92 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
         return;
     }
     asm.bind(tail);
-    asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
-    if plan.reads_len {
-        asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
+    counting.tail(asm, top, done);
+}
+
+/// The loop of a count function around its per-packet code (see the
+/// module documentation: `rbx` walks the slots, `r12` holds their end,
+/// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
+/// distance).
+struct CountLoop<'a> {
+    /// The per-packet code reads the wire length (`r13` walks them).
+    reads_len: bool,
+    /// It reads packet bytes (each packet `r15` bytes of slots ahead is
+    /// prefetched).
+    reads_packet: bool,
+    /// Where the per-packet code wants the wire length.
+    wire: u8,
+    /// Value registers of the per-packet code to save as well.
+    saved: &'a [u8],
+}
+
+impl CountLoop<'_> {
+    /// Saves the registers, sets up the loop (to `done` if there is no
+    /// packet), and binds `top`, where a packet's run starts: its pointer
+    /// in `rdi`, its captured length in `rsi`, its wire length in `wire`.
+    fn head(&self, asm: &mut Asm, top: usize, done: usize) {
+        // push rbx; push r12; push r14 (and r13 for the wire lengths, r15
+        // for the prefetch distance), then the saved registers
+        asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
+        if self.reads_len {
+            asm.bytes(&[0x41, 0x55]);
+        }
+        if self.reads_packet {
+            asm.bytes(&[0x41, 0x57]); // push r15
+        }
+        self.saved.iter().for_each(|&r| asm.push(r));
+        if self.reads_packet {
+            asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
+        }
+        asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
+        asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
+        asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
+        asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
+        if self.reads_len {
+            asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire lengths)
+        }
+        asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
+        asm.jcc(Cc::E, done);
+        asm.bind(top);
+        asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
+        asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
+        if self.reads_len {
+            let r13 = Mem {
+                base: 13,
+                index: None,
+                disp: 0,
+            };
+            asm.op_mem(None, false, &[0x8b], self.wire, r13); // mov wire, [r13] (wire length)
+        }
+        if self.reads_packet {
+            // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots
+            // further on); prefetcht0 [rax]
+            asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
+            asm.bytes(&[0x0f, 0x18, 0x08]);
+        }
     }
-    asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
-    asm.jcc(Cc::Ne, top);
-    asm.bind(done);
-    asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
-    if plan.reads_packet {
-        asm.bytes(&[0x41, 0x5f]); // pop r15
+
+    /// The end of a packet's run (where the caller bound its tail): moves
+    /// to the next packet (to `top`), and at `done` returns the count,
+    /// restoring the registers.
+    fn tail(&self, asm: &mut Asm, top: usize, done: usize) {
+        asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
+        if self.reads_len {
+            asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
+        }
+        asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
+        asm.jcc(Cc::Ne, top);
+        asm.bind(done);
+        asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
+        self.saved.iter().rev().for_each(|&r| asm.pop(r));
+        if self.reads_packet {
+            asm.bytes(&[0x41, 0x5f]); // pop r15
+        }
+        if self.reads_len {
+            asm.bytes(&[0x41, 0x5d]); // pop r13
+        }
+        asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
     }
-    if plan.reads_len {
-        asm.bytes(&[0x41, 0x5d]); // pop r13
-    }
-    asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
 }
 
 /// The size of a slot of the count function (`exec::Slot`: packet

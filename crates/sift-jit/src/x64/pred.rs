@@ -848,40 +848,17 @@ fn emit_body<'p>(
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
     let (top, done) = (cx.new_label(), cx.new_label());
+    // (Predicates always read packet bytes, or are constants with no code.)
+    let counting = CountLoop {
+        reads_len,
+        reads_packet: true,
+        wire: R8,
+        saved,
+    };
     if count {
-        // push rbx; push r12; push r14; (push r13); push r15
-        cx.asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
-        if reads_len {
-            cx.asm.bytes(&[0x41, 0x55]);
-        }
-        cx.asm.bytes(&[0x41, 0x57]);
-    }
-    for &r in saved {
-        cx.asm.rex(false, 0, 0, r);
-        cx.asm.byte(0x50 + (r & 7)); // push r
-    }
-    if count {
-        cx.asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
-        cx.asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
-        cx.asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
-        cx.asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
-        cx.asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
-        if reads_len {
-            cx.asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire lengths)
-        }
-        cx.asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
-        cx.asm.jcc(Cc::E, done);
-        cx.asm.bind(top);
-        cx.asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
-        cx.asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
-        if reads_len {
-            cx.asm.bytes(&[0x45, 0x8b, 0x45, 0x00]); // mov r8d, [r13] (wire length)
-        }
-        // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots further
-        // on); prefetcht0 [rax]
-        cx.asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
-        cx.asm.bytes(&[0x0f, 0x18, 0x08]);
+        counting.head(&mut cx.asm, top, done);
     } else {
+        saved.iter().for_each(|&r| cx.asm.push(r));
         cx.asm.mov_rr(R8, RDX);
     }
     // One bounds check up front for the packets too short to be accepted
@@ -900,32 +877,13 @@ fn emit_body<'p>(
             cx.asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
         }
         cx.asm.bind(cx.reject);
-        cx.asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
-        if reads_len {
-            cx.asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
-        }
-        cx.asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
-        cx.asm.jcc(Cc::Ne, top);
-        cx.asm.bind(done);
-        cx.asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
-        for &r in saved.iter().rev() {
-            cx.asm.rex(false, 0, 0, r);
-            cx.asm.byte(0x58 + (r & 7)); // pop r
-        }
-        cx.asm.bytes(&[0x41, 0x5f]); // pop r15
-        if reads_len {
-            cx.asm.bytes(&[0x41, 0x5d]); // pop r13
-        }
-        cx.asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
+        counting.tail(&mut cx.asm, top, done);
         return Some(());
     }
     for (label, value) in [(accept_label, accept), (cx.reject, 0)] {
         cx.asm.bind(label);
         cx.asm.mov_ri(RAX, value);
-        for &r in saved.iter().rev() {
-            cx.asm.rex(false, 0, 0, r);
-            cx.asm.byte(0x58 + (r & 7)); // pop r
-        }
+        saved.iter().rev().for_each(|&r| cx.asm.pop(r));
         cx.asm.byte(0xc3);
     }
     Some(())
