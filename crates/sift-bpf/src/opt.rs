@@ -7,10 +7,10 @@
 //! [`optimize`] repeats, at most [`MAX_ROUNDS`] times and only while
 //! something changes, one round of five steps:
 //!
-//! 1. **Path facts** ([`analyze`]): a forward pass in program order (jumps go
+//! 1. **Path facts** (`analyze`): a forward pass in program order (jumps go
 //!    forward, so every predecessor comes first) computes, before each
 //!    instruction, what holds on *every* path reaching it: what A and X
-//!    hold ([`Known`]: a constant, also as the result of constant ALU
+//!    hold (`Known`: a constant, also as the result of constant ALU
 //!    operations and `and #0`, the wire length, a constant-offset load, an
 //!    `[x + k]` load with X the IPv4 header length, the header length
 //!    itself, a scratch word as last stored) and which scratch words they
@@ -57,17 +57,17 @@
 //! program (not when removal only took out instructions that do nothing on
 //! any path: the facts then stay true, and so does liveness if what was live
 //! after each of them was live before it), and its buffers are reused from
-//! one step to the next (and, for programs of up to [`MAX_SPARE`]
+//! one step to the next (and, for programs of up to `MAX_SPARE`
 //! instructions, from one call to the next on a thread). A step that changed
 //! nothing is not run again until another step changes the program: it
-//! would change nothing again (see [`Steps`]); nor is tail merging after a
+//! would change nothing again (see `Steps`); nor is tail merging after a
 //! removal of only what it sees through. So the last round, which only
 //! confirms that nothing changes any more, runs only the steps that have
 //! not seen the program as it is; threading follows only edges whose first
-//! instruction it can get past ([`edge_may_move`]), and removal, when its
+//! instruction it can get past (`edge_may_move`), and removal, when its
 //! previous judgments still hold, looks only at jumps. Chain regrouping does
 //! not look for chains in a short program that repeats no load and no test
-//! of one value and computes nothing ([`may_regroup`]): no chain of it can
+//! of one value and computes nothing (`may_regroup`): no chain of it can
 //! be rewritten shorter.
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
@@ -1754,12 +1754,12 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
     }
     let mut changed = false;
     bufs.merge_complete = true;
-    for pc in 0..n {
-        let insn = prog[pc];
+    for (pc, slot) in prog.iter_mut().enumerate().take(n) {
+        let insn = *slot;
         if insn.code == op::JMP | op::JA {
             let t = pc + 1 + insn.k as usize;
             if t < n && canon[t] != t {
-                prog[pc].k = (canon[t] - pc - 1) as u32;
+                slot.k = (canon[t] - pc - 1) as u32;
                 changed = true;
             }
         } else if is_cond(insn.code) {
@@ -1771,9 +1771,9 @@ fn merge_tails(prog: &mut [Insn], bufs: &mut Buffers) -> bool {
                 } else if t < n && canon[t] != t {
                     let new_off = (canon[t] - pc - 1) as u8;
                     if taken {
-                        prog[pc].jt = new_off;
+                        slot.jt = new_off;
                     } else {
-                        prog[pc].jf = new_off;
+                        slot.jf = new_off;
                     }
                     changed = true;
                 }

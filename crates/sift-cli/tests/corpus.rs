@@ -205,7 +205,7 @@ fn sift_writes_what_tcpdump_writes() {
         let rank = rank_in_link.entry(*lt).or_default();
         let stride = if full { 1 } else { group.div_ceil(CAPTURES_PER_EXPRESSION) };
         for (e, expr) in exprs.common.iter().enumerate() {
-            if (e + *rank) % stride == 0 {
+            if (e + *rank).is_multiple_of(stride) {
                 jobs.push((c, expr));
             }
         }

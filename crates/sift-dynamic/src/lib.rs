@@ -1050,7 +1050,7 @@ mod tests {
             let s = sift::Filter::with_engine(expr, &sift::CompileOptions::default(), sift::Engine::Interp).unwrap();
             for ethertype in [0x0806u16, 0x8035] {
                 for (spa, tpa) in [(1u8, 2u8), (9, 3), (5, 1), (8, 8)] {
-                    let mut p = vec![0u8; 42];
+                    let mut p = [0u8; 42];
                     p[12..14].copy_from_slice(&ethertype.to_be_bytes());
                     p[28..32].copy_from_slice(&[10, 0, 0, spa]);
                     p[38..42].copy_from_slice(&[10, 0, 0, tpa]);

@@ -45,7 +45,7 @@ fn token_soups() {
     for _ in 0..20_000 {
         let mut text = String::new();
         for _ in 0..rng.index(40) {
-            text.push_str(*rng.pick(PIECES));
+            text.push_str(rng.pick::<&str>(PIECES));
         }
         parsed += usize::from(bpf_text::check_text(&text).is_some());
         bpf_text::check(text.as_bytes());

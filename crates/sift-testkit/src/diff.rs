@@ -1584,6 +1584,9 @@ enum KernelVerdict<'a> {
     Ask(&'a KernelFilter),
 }
 
+// (One argument per engine and oracle, each optional: a struct would only
+// name them twice.)
+#[allow(clippy::too_many_arguments)]
 fn run_engines(
     engines: &dyn Engines,
     lib: &Lib,

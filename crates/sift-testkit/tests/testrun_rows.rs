@@ -349,11 +349,7 @@ fn reads_unwritten_memory(insns: &[Insn]) -> bool {
     for i in insns {
         match i.code & 0x07 {
             op::ST | op::STX => written[(i.k & 15) as usize] = true,
-            op::LD | op::LDX if i.code & 0xe0 == op::MEM => {
-                if !written[(i.k & 15) as usize] {
-                    return true;
-                }
-            }
+            op::LD | op::LDX if i.code & 0xe0 == op::MEM && !written[(i.k & 15) as usize] => return true,
             _ => {}
         }
     }

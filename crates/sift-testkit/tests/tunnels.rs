@@ -63,7 +63,7 @@ fn tunnels_agree_with_master_zeroed_registers() {
     for (i, &lt) in LINK_TYPES.iter().enumerate() {
         let pk = packets(lt, 0x7e11 + i as u64);
         for expr in EXPRESSIONS {
-            let libpcap = sift_testkit::libpcap::compile(expr, u32::from(lt.0), 262_144, None, false)
+            let libpcap = sift_testkit::libpcap::compile(expr, lt.0, 262_144, None, false)
                 .unwrap_or_else(|e| panic!("libpcap rejects {expr:?}: {e}"));
             let (pred, prog) = compile(expr, lt);
             let kernel = KernelFilter::new(&prog).unwrap_or_else(|e| panic!("kernel refuses sift's {expr:?}: {e}"));
@@ -159,7 +159,7 @@ fn vxlan_agrees_with_the_geneve_stand_in() {
         let pk = tunnel_heavy_packets(lt, 0x7e99 + i as u64);
         for expr in EXPRS {
             let (pred, prog) = compile(expr, lt);
-            let lib = sift_testkit::libpcap::compile(&expr.replacen("vxlan", "geneve", 1), u32::from(lt.0), 262_144, None, false)
+            let lib = sift_testkit::libpcap::compile(&expr.replacen("vxlan", "geneve", 1), lt.0, 262_144, None, false)
                 .expect("1.10.3 compiles geneve");
             for d in &pk {
                 let Some(rewritten) = stand_in.rewrite(d) else { continue };

@@ -88,7 +88,7 @@ fn token_soups_and_bytes() {
         } else {
             let mut s = String::new();
             for _ in 0..rng.index(10) {
-                s.push_str(*rng.pick(TOKENS));
+                s.push_str(rng.pick::<&str>(TOKENS));
                 s.push(' ');
             }
             s

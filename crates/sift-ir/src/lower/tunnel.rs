@@ -90,6 +90,8 @@ pub(crate) enum TunnelKind {
 }
 
 /// Which of libpcap's three tunnel registers an offset is relative to.
+// (The names follow libpcap's registers: off_linkhdr, off_linktype, off_linkpl.)
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TunnelReg {
     /// The inner link-layer header (`off_linkhdr`).
