@@ -9,7 +9,7 @@
 //!
 //! `jit_dump --corpus FILE` reads lines `DLT<TAB>EXPRESSION` and prints, for
 //! each that compiles, the code of every path (optimized and unoptimized
-//! predicate, each straight and through classic BPF, the latter's count
+//! predicate, each straight and through classic BPF, each with its count
 //! function after a `|`) in hex, one line each: to compare the generated
 //! code before and after a change of the JIT (`diff` of two outputs).
 
@@ -50,7 +50,7 @@ fn corpus(path: &str) {
         };
         let optimized = sift_ir::optimize(&pred);
         for (name, p) in [("unopt", &pred), ("opt", &optimized)] {
-            let direct = JitFilter::from_pred(p).map(|j| hex(&j.code_bytes()));
+            let direct = JitFilter::from_pred(p).map(|j| hex(&j.code_bytes()) + "|" + &hex(&j.count_code_bytes()));
             let via = cbpf(p).map(|j| hex(&j.code_bytes()) + "|" + &hex(&j.count_code_bytes()));
             println!(
                 "{dlt}\t{expr}\t{name}.pred\t{}",

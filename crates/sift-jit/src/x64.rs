@@ -965,7 +965,7 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
                     raw_compare(asm, width, m, j.k, is_eq);
                     branch(asm, if is_eq { Cc::E } else { Cc::Ne }, to(t), to(f), next);
                 } else {
-                    load_a(asm, width, m);
+                    load_be(asm, RAX, width, m);
                 }
             }
             LD => match c & 0xe0 {
@@ -1208,17 +1208,18 @@ fn packet_operand(
     }
 }
 
-/// A = the big-endian value at `m`.
-fn load_a(asm: &mut Asm, width: Width, m: Mem) {
+/// `d` = the big-endian value at `m` (A in the cBPF compiler, a value
+/// register in the predicate compiler).
+fn load_be(asm: &mut Asm, d: u8, width: Width, m: Mem) {
     match width {
-        Width::B => asm.op_mem(None, false, &[0x0f, 0xb6], RAX, m), // movzx eax, byte
+        Width::B => asm.op_mem(None, false, &[0x0f, 0xb6], d, m), // movzx d, byte
         Width::H => {
-            asm.op_mem(None, false, &[0x0f, 0xb7], RAX, m); // movzx eax, word
-            asm.bytes(&[0x66, 0xc1, 0xc0, 0x08]); // rol ax, 8
+            asm.op_mem(None, false, &[0x0f, 0xb7], d, m); // movzx d, word
+            asm.put(Enc::rr(Some(0x66), false, &[0xc1], 0, d).b(8)); // rol d16, 8
         }
         Width::W => {
-            asm.op_mem(None, false, &[0x8b], RAX, m); // mov eax, [m]
-            asm.bytes(&[0x0f, 0xc8]); // bswap eax
+            asm.op_mem(None, false, &[0x8b], d, m); // mov d, [m]
+            asm.put(Enc::EMPTY.rex(false, 0, 0, d).all(&[0x0f, 0xc8 + (d & 7)])); // bswap d
         }
     }
 }
@@ -1344,7 +1345,7 @@ fn alu(asm: &mut Asm, c: u16, k: u32, reject: usize) {
             }
         }
         DIV | MOD if k == 0 => asm.jmp(reject),
-        DIV if k.is_power_of_two() => shift_k(asm, 5, k.trailing_zeros()),
+        DIV if k.is_power_of_two() => shift_imm(asm, 5, RAX, k.trailing_zeros()),
         MOD if k.is_power_of_two() => asm.alu_ri(false, 4, RAX, k - 1),
         DIV | MOD => {
             asm.mov_ri(RDX, 0);
@@ -1354,15 +1355,15 @@ fn alu(asm: &mut Asm, c: u16, k: u32, reject: usize) {
                 asm.mov_rr(RAX, RDX);
             }
         }
-        LSH => shift_k(asm, 4, k & 31),
-        _ => shift_k(asm, 5, k & 31),
+        LSH => shift_imm(asm, 4, RAX, k & 31),
+        _ => shift_imm(asm, 5, RAX, k & 31),
     }
 }
 
-/// `shl`/`shr eax, n` (`ext` 4 or 5); nothing for 0.
-fn shift_k(asm: &mut Asm, ext: u8, n: u32) {
+/// `shl`/`shr r, n` (`ext` 4 or 5); nothing for 0.
+fn shift_imm(asm: &mut Asm, ext: u8, r: u8, n: u32) {
     if n != 0 {
-        asm.put(Enc::rr(None, false, &[0xc1], ext, RAX).le(n, 1));
+        asm.put(Enc::rr(None, false, &[0xc1], ext, r).le(n, 1));
     }
 }
 

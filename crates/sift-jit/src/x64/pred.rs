@@ -629,23 +629,6 @@ impl<'p> Ctx<'p> {
         })
     }
 
-    /// Loads the big-endian value at `m` into `d`.
-    fn load(&mut self, d: u8, w: Width, m: Mem) {
-        match w {
-            Width::B => self.asm.op_mem(None, false, &[0x0f, 0xb6], d, m),
-            Width::H => {
-                self.asm.op_mem(None, false, &[0x0f, 0xb7], d, m);
-                self.asm.op_rr(Some(0x66), false, &[0xc1], 0, d); // rol d16, 8
-                self.asm.byte(8);
-            }
-            Width::W => {
-                self.asm.op_mem(None, false, &[0x8b], d, m);
-                self.asm.rex(false, 0, 0, d);
-                self.asm.bytes(&[0x0f, 0xc8 + (d & 7)]); // bswap d
-            }
-        }
-    }
-
     /// Computes `v` into `regs[0]`, using `regs[..need(v)]`.
     fn value(&mut self, v: &'p Value, regs: &[u8], depth: u32) -> Option<()> {
         let depth = depth.checked_sub(1)?;
@@ -663,7 +646,7 @@ impl<'p> Ctx<'p> {
                 offset,
             } => {
                 let m = self.abs_operand(*offset, size.bytes());
-                self.load(d, width(*size), m);
+                load_be(&mut self.asm, d, width(*size), m);
             }
             Value::Load {
                 size,
@@ -671,7 +654,7 @@ impl<'p> Ctx<'p> {
                 offset,
             } => {
                 let m = self.indexed_operand(i, *offset, *size, regs, depth)?;
-                self.load(d, width(*size), m);
+                load_be(&mut self.asm, d, width(*size), m);
             }
             Value::Neg(a) => {
                 self.value(a, regs, depth)?;
@@ -761,7 +744,7 @@ impl<'p> Ctx<'p> {
                 }
             }
             BinOp::Div | BinOp::Mod if k == 0 => a.jmp(reject),
-            BinOp::Div if k.is_power_of_two() => shift_r(a, 5, d, k.trailing_zeros()),
+            BinOp::Div if k.is_power_of_two() => shift_imm(a, 5, d, k.trailing_zeros()),
             BinOp::Mod if k.is_power_of_two() => a.alu_ri(false, 4, d, k - 1),
             BinOp::Div | BinOp::Mod => {
                 a.mov_rr(RAX, d);
@@ -770,17 +753,9 @@ impl<'p> Ctx<'p> {
                 a.op_rr(None, false, &[0xf7], 6, RCX); // div ecx
                 a.mov_rr(d, if op == BinOp::Div { RAX } else { RDX });
             }
-            BinOp::Shl => shift_r(a, 4, d, k & 31),
-            BinOp::Shr => shift_r(a, 5, d, k & 31),
+            BinOp::Shl => shift_imm(a, 4, d, k & 31),
+            BinOp::Shr => shift_imm(a, 5, d, k & 31),
         }
-    }
-}
-
-/// `shl`/`shr r, n` (`ext` 4 or 5); nothing for 0.
-fn shift_r(asm: &mut Asm, ext: u8, r: u8, n: u32) {
-    if n != 0 {
-        asm.op_rr(None, false, &[0xc1], ext, r);
-        asm.byte(n as u8);
     }
 }
 
