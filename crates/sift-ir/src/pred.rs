@@ -294,11 +294,7 @@ impl Pred {
                 v
             }
         };
-        if is_and {
-            Pred::And(v)
-        } else {
-            Pred::Or(v)
-        }
+        Pred::junction(is_and, v)
     }
 
     /// `ps[0] and ps[1] and ...`: the same predicate as chaining
@@ -317,6 +313,16 @@ impl Pred {
     #[inline]
     pub fn any<const N: usize>(ps: [Pred; N]) -> Pred {
         Pred::chain(ps, false)
+    }
+
+    /// The conjunction (`is_and`) or disjunction of the operands `v`.
+    #[inline]
+    fn junction(is_and: bool, v: Vec<Pred>) -> Pred {
+        if is_and {
+            Pred::And(v)
+        } else {
+            Pred::Or(v)
+        }
     }
 
     /// The operands `self` contributes to a conjunction (`is_and`) or
@@ -348,11 +354,7 @@ impl Pred {
                 p => v.push(std::mem::replace(p, Pred::True)),
             }
         }
-        if is_and {
-            Pred::And(v)
-        } else {
-            Pred::Or(v)
-        }
+        Pred::junction(is_and, v)
     }
 
     /// The operands of `self and other` (`is_and`) or `self or other`, in
