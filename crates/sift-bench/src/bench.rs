@@ -87,7 +87,7 @@ impl Default for SampleOptions {
             samples: 20,
             min_sample_ns: 10_000_000,
             clock: Clock::Wall,
-            compile_samples: 5,
+            compile_samples: 21,
         }
     }
 }

@@ -68,7 +68,7 @@ usage: sift bench [options]
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall
                        clock (leaves out time spent waiting for a CPU on a loaded machine)
-  --compile-samples N  compile each filter N times per engine, report the median (default 5)
+  --compile-samples N  compile each filter N times per engine, report the median (default 21)
   --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
                        (size / program_size: machine-code bytes for jit and jit-cbpf, classic BPF
                        instructions for libpcap, interp and dynamic)
@@ -197,7 +197,7 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
         seed: 1,
         samples: 20,
         min_sample_ms: 10,
-        compile_samples: 5,
+        compile_samples: 21,
         ..Default::default()
     };
     let mut i = 0;
