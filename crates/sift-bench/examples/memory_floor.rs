@@ -83,13 +83,7 @@ fn main() -> Result<(), String> {
     let (libpcap, jit) = (engine("libpcap")?, engine("jit")?);
     for w in &workloads {
         let w = workload_for(w, count, 1)?;
-        let bytes: usize = w.packets.iter().map(|p| p.data.len()).sum();
-        println!(
-            "workload {}: {} packets, {:.1} MB captured (ns per packet, median of {samples} samples, thread CPU time)",
-            w.name,
-            w.packets.len(),
-            bytes as f64 / 1e6
-        );
+        println!("{} (ns per packet, median of {samples} samples, thread CPU time)", w.summary());
         println!(
             "{:<17} {:>8} {:>8} {:>8} {:>11} {:>12} {:>14} {:>10}",
             "filter", "libpcap", "jit", "floor", "floor+b37", "jit/libpcap", "libpcap/floor", "floor/jit"

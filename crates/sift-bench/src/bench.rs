@@ -64,6 +64,18 @@ impl Workload {
     pub fn bytes(&self) -> usize {
         self.packets.iter().map(|p| p.data.len()).sum()
     }
+
+    /// `workload NAME: N packets, X MB captured`: how much memory the
+    /// packets span decides whether the figures are cache-resident
+    /// (docs/performance.md, "What limits the figures on this machine").
+    pub fn summary(&self) -> String {
+        format!(
+            "workload {}: {} packets, {:.1} MB captured",
+            self.name,
+            self.packets.len(),
+            self.bytes() as f64 / 1e6
+        )
+    }
 }
 
 /// How to sample.

@@ -310,15 +310,7 @@ pub fn run(
     let mut all = Vec::new();
     for w in &b.workloads {
         let workload = workload_for(w, b.count, b.seed)?;
-        // How much memory the packets span decides whether the figures are
-        // cache-resident (docs/performance.md, session 10).
-        let bytes: usize = workload.packets.iter().map(|p| p.data.len()).sum();
-        eprintln!(
-            "workload {}: {} packets, {:.1} MB captured",
-            workload.name,
-            workload.packets.len(),
-            bytes as f64 / 1e6
-        );
+        eprintln!("{}", workload.summary());
         for f in &filters {
             all.extend(bench_filter(&workload, f, &engines, &opts, on_result)?);
         }
