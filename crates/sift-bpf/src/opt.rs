@@ -72,8 +72,17 @@
 //!
 //! Jump offsets only shrink or stay within 8 bits (an edge is never
 //! redirected beyond 255 instructions), no instruction is added, scratch
-//! memory stores are never skipped or removed: the result stays valid for
-//! the kernel if the input was.
+//! memory stores are never skipped or removed. So every path still writes
+//! a scratch word before it reads it. The kernel's check of that is more
+//! conservative, though (`validate`): its single pass in program order
+//! lets the words written before a `ret` count for the instruction after
+//! it, even when only jumps reach that instruction. A step that sends a
+//! jump to an equivalent copy of its target, or removes the code before a
+//! `ret`, can thus make the kernel refuse a program whose every path is
+//! fine (tail merging did, on a PPI filter whose arithmetic spills to
+//! `M[0]`). So for a program that reads scratch memory, a step after which
+//! the kernel's check fails is undone: the result stays valid for the
+//! kernel if the input was.
 
 use crate::insn::{op, Insn};
 use std::cell::Cell;
@@ -110,13 +119,14 @@ pub fn optimize(prog: &mut Vec<Insn>) {
     }
     let mut an = Analysis::take(prog.len());
     let mut steps = Steps::default();
+    let mut guard = ScratchGuard::new(prog);
     for _ in 0..MAX_ROUNDS {
-        let threaded = steps.run(Step::Thread, || thread_jumps(prog, &mut an));
-        let merged = steps.run(Step::Merge, || merge_tails(prog, &mut an.bufs));
+        let threaded = guard.run(&mut steps, Step::Thread, prog, &mut an, |p, an| thread_jumps(p, an));
+        let merged = guard.run(&mut steps, Step::Merge, prog, &mut an, |p, an| merge_tails(p, &mut an.bufs));
         if merged {
             an.fresh = false;
         }
-        let removed = steps.run(Step::Remove, || remove(prog, &mut an));
+        let removed = guard.run(&mut steps, Step::Remove, prog, &mut an, remove);
         if removed && an.bufs.merge_complete && an.bufs.removal_merge_neutral {
             // Tail merging, if it saw the program as it was before this
             // removal, would find nothing new: what went were jumps it sees
@@ -125,15 +135,65 @@ pub fn optimize(prog: &mut Vec<Insn>) {
             // last of its equivalent targets.
             steps.carry_idle(Step::Merge);
         }
-        let reordered = steps.run(Step::Reorder, || reorder_chains(prog, &mut an));
+        let reordered = guard.run(&mut steps, Step::Reorder, prog, &mut an, |p, an| reorder_chains(p, an));
         if !threaded && !merged && !removed && !reordered {
             break;
         }
     }
     // What the last reordering left unreachable (or what the rounds, if
     // they ran out, left): nothing if removal saw the program as it is.
-    steps.run(Step::Remove, || remove(prog, &mut an));
+    guard.run(&mut steps, Step::Remove, prog, &mut an, remove);
     an.give_back();
+}
+
+/// Keeps a program that reads scratch memory valid for the kernel's
+/// scratch check (see the module documentation): a step after which the
+/// check fails is undone.
+struct ScratchGuard {
+    /// Whether steps are checked: the program reads scratch memory and
+    /// passed the check to begin with.
+    on: bool,
+    /// The program before the step being checked.
+    saved: Vec<Insn>,
+}
+
+impl ScratchGuard {
+    fn new(prog: &[Insn]) -> ScratchGuard {
+        let reads = prog.iter().any(|i| i.code == op::LD | op::MEM || i.code == op::LDX | op::MEM);
+        ScratchGuard { on: reads && crate::validate::check_scratch(prog).is_ok(), saved: Vec::new() }
+    }
+
+    /// Runs `step` (`f`) through `steps` (see [`Steps::run`]). A step after
+    /// which the kernel's scratch check fails is undone, and counts as
+    /// having changed nothing (so it is not run again until another step
+    /// changes the program).
+    fn run(
+        &mut self,
+        steps: &mut Steps,
+        step: Step,
+        prog: &mut Vec<Insn>,
+        an: &mut Analysis,
+        f: impl FnOnce(&mut Vec<Insn>, &mut Analysis) -> bool,
+    ) -> bool {
+        steps.run(step, || {
+            if !self.on {
+                return f(prog, an);
+            }
+            self.saved.clear();
+            self.saved.extend_from_slice(prog);
+            let changed = f(prog, an);
+            if changed && crate::validate::check_scratch(prog).is_err() {
+                prog.clear();
+                prog.extend_from_slice(&self.saved);
+                // What the step left in the analysis describes its result.
+                an.fresh = false;
+                an.live_fresh = false;
+                an.judged = false;
+                return false;
+            }
+            changed
+        })
+    }
 }
 
 /// The steps of a round of [`optimize`] (their order).

@@ -216,7 +216,7 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
 /// The kernel's `check_load_and_stores()`: one pass in program order, with
 /// the set of written scratch words flowing both along jumps and into the
 /// next instruction. Jump targets are known to be in range.
-fn check_scratch(prog: &[Insn]) -> Result<(), ValidateError> {
+pub(crate) fn check_scratch(prog: &[Insn]) -> Result<(), ValidateError> {
     use op::*;
     // Only scratch loads can fail the check.
     if !prog.iter().any(|i| i.code == LD | MEM || i.code == LDX | MEM) {

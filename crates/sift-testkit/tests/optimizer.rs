@@ -80,3 +80,36 @@ fn optimizer_never_grows_programs_much() {
         assert!(after <= before, "{expr}: {before} -> {after} instructions");
     }
 }
+
+/// A PPI filter whose arithmetic spills to `M[0]` (difftest seed 14, found
+/// 2026-11-27): the cBPF optimizer's tail merging sent a jump to an
+/// equivalent copy of its target, and the kernel's scratch check (one pass
+/// in program order, which lets the words written before a `ret` count for
+/// the instruction after it) then saw `M[0]` read before it was written:
+/// the program was refused as invalid ("internal error"), where libpcap
+/// compiles the expression. A step that breaks the kernel's check is now
+/// undone. The program must be valid for the kernel, with and without the
+/// IR optimizer, and give the reference evaluator's verdicts.
+#[test]
+fn cbpf_optimizer_keeps_the_kernel_scratch_check() {
+    use sift_ir::eval::{matches, PacketView};
+    let expr = "len - icmp[udp[len - 4]:4] == 5 && portrange 1024-20 && portrange 8080-43807 \
+                or (host 0.0.0.0 || tcp) and 0 or net ff02::/96 or len >= 0";
+    let ast = sift_syntax::parse(expr).expect("parses");
+    let opts = LowerOptions { linktype: sift_ir::LinkType::PPI, netmask: Some(0), ..LowerOptions::default() };
+    let lowered = sift_ir::lower(&ast, &opts).expect("lowers");
+    let mut rng = sift_testkit::Rng::new(14);
+    let packets: Vec<(Vec<u8>, u32)> =
+        (0..2000).map(|_| sift_testkit::packets::random_packet(&mut rng, sift_ir::LinkType::PPI)).collect();
+    for pred in [lowered.clone(), sift_ir::optimize(&lowered)] {
+        let prog = compile(&pred, &CodegenOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        sift_bpf::validate::validate(&prog).expect("valid for the kernel");
+        let interp = sift_bpf::interp::Program::new(&prog).expect("runnable");
+        for (data, wire_len) in &packets {
+            for cut in [data.len(), data.len() / 2] {
+                let view = PacketView { data: &data[..cut], wire_len: *wire_len };
+                assert_eq!(interp.run(&data[..cut], *wire_len) != 0, matches(&lowered, view), "{expr}");
+            }
+        }
+    }
+}
