@@ -21,13 +21,21 @@ fn corpus() -> Vec<&'static str> {
     EXPRESSIONS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
 }
 
+/// A number from the environment, or `default` (for longer runs:
+/// `SIFT_PIPELINE_SEED=7 SIFT_PIPELINE_PER_LINKTYPE=20000 cargo test
+/// --release --locked -p sift --test no_panic_pipeline random`).
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name).map_or(default, |v| v.trim().parse().unwrap_or_else(|e| panic!("{name}={v:?}: {e}")))
+}
+
 #[test]
 fn random_expressions_every_linktype() {
-    let mut rng = Rng::new(0x91be_0001);
+    let mut rng = Rng::new(env_number("SIFT_PIPELINE_SEED", 0x91be_0001));
+    let per_linktype = env_number("SIFT_PIPELINE_PER_LINKTYPE", 120);
     let lts = sift_ir::lower::supported_linktypes();
     let (mut total, mut compiled, mut dynamic) = (0, 0, 0);
     for &lt in &lts {
-        for _ in 0..120 {
+        for _ in 0..per_linktype {
             let expr = exprs::random_expr(&mut rng, lt);
             let opts = pipeline::options(lt, rng.byte());
             let pkts = input::random_packets(&mut rng, lt, 3);
