@@ -353,15 +353,15 @@ pub const VXLAN_NOT_COMPARED: &str =
 /// `geneve`/`vxlan` keep their inner offsets in scratch registers that
 /// their code writes only when the tunnel's test holds; when it does not,
 /// a later primitive reads whatever the register holds, and where
-/// arithmetic earlier in the filter used the same register number as a
-/// temporary, that is the arithmetic's value (libpcap master too, which
+/// arithmetic or `protochain` earlier in the filter used the same register
+/// number as a temporary, that is the temporary's value (libpcap master too, which
 /// only zeroes memory at the start). sift uses offset 0 there, master's
 /// value for an unwritten register (docs/compat.md #28). Put down to this
 /// only when sift's engines agree among themselves and libpcap's run on
 /// that packet indexed a load by a register value that arithmetic had used
-/// as an operand ([`LibpcapTrace::arith_base`]).
+/// as an operand or `protochain` as a temporary ([`LibpcapTrace::arith_base`]).
 pub const TUNNEL_REGISTER_REUSE: &str =
-    "libpcap's register reuse after a tunnel: a tunnel offset register that the tunnel's code did not write held an arithmetic temporary (seen in libpcap's run); sift uses offset 0 (compat.md #28)";
+    "libpcap's register reuse after a tunnel: a tunnel offset register that the tunnel's code did not write held an arithmetic or protochain temporary (seen in libpcap's run); sift uses offset 0 (compat.md #28)";
 
 /// `protochain` on a packet whose header chain is longer than sift's bound:
 /// libpcap's loop follows it (or loops forever on a crafted AH chain), sift
@@ -420,11 +420,13 @@ pub struct LibpcapTrace {
     pub unwritten_read: bool,
     /// A packet load was indexed by a scratch register's value that
     /// arithmetic had also used as an operand (`ldx M[a]; ld M[b]; op x`,
-    /// libpcap's code for an arithmetic temporary): the register served as
-    /// an arithmetic temporary and, with the value the arithmetic left, as
+    /// libpcap's code for an arithmetic temporary), or that `protochain`'s
+    /// loop had saved and restored (`ld M[r]` before its backward `ja`):
+    /// the register served as a temporary and, with the value it left, as
     /// a link-layer offset. libpcap's register reuse (libpcap#1192's kind):
     /// a tunnel's offset register that the tunnel's code did not write
-    /// because its test did not hold, but arithmetic earlier in the filter did.
+    /// because its test did not hold, but arithmetic or `protochain`
+    /// earlier in the filter did.
     pub arith_base: bool,
     /// The return value, if the run finished.
     pub value: Option<u32>,
@@ -571,6 +573,13 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                             backward += 1;
                             if backward > max_backward {
                                 return t;
+                            }
+                            // `protochain`'s loop restores the next-header
+                            // value it saved (`ld M[r]`) and jumps back: the
+                            // register serves as a temporary, as an
+                            // arithmetic operand's does.
+                            if let Some((r, st)) = a_from {
+                                operand_store[r] = st;
                             }
                         }
                         let Ok(next) = usize::try_from(pc as i64 + off) else { return finish(t, backward, Some(0)) };
@@ -1976,6 +1985,30 @@ mod tests {
         // Arithmetic alone never indexes a load with its temporaries.
         let arith = libpcap::compile("ip[0] & 0xf0 < 0x60 and ip[2:2] * 2 > ip[1]", lt, SNAPLEN, None, false).unwrap();
         assert!(!trace_libpcap(&arith, &p, 43, 64).arith_base);
+    }
+
+    #[test]
+    fn traces_see_a_protochain_temporary_as_a_tunnel_offset() {
+        // IPV6 link type (difftest seed 18, 2026-11-27): `protochain`'s loop
+        // saves the next header (0x84) in the register that `geneve` later
+        // takes for its inner offset; the packet is not UDP, so geneve's
+        // code never writes it, and the second `geneve` loads at offset
+        // 0x84: out of bounds, libpcap rejects where sift (offset 0) accepts.
+        let lt = LinkType::IPV6.0;
+        let expr = "(ip6 protochain 132) and (geneve or geneve and (not dst or src net 172.16.0.0 mask 255.255.255.240) \
+                    or not icmp6[icmp6type] == icmp6-neighborsolicit)";
+        let mut p = vec![0x60, 0, 0, 0, 0, 0x2c, 0, 0x7e];
+        p.extend([0xe3; 16]);
+        p.extend([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0, 0, 1]);
+        p.extend([0x84, 0x02]);
+        let bug = libpcap::compile(expr, lt, SNAPLEN, None, false).unwrap();
+        let t = trace_libpcap(&bug, &p, 84, 64);
+        assert!(t.arith_base && t.backward_jumps == Some(1) && t.value == Some(0), "{t:?}");
+        // The chain found at once (no loop, nothing saved): the register is
+        // never written, zeroed as master does.
+        p[6] = 0x84;
+        let t = trace_libpcap(&bug, &p, 84, 64);
+        assert!(!t.arith_base && t.unwritten_read, "{t:?}");
     }
 
     #[test]
