@@ -450,16 +450,39 @@ fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
 fn exclusive_alternatives(alts: &[Pred]) -> bool {
     let mut value: Option<&Value> = None;
     // The constants of the alternatives before.
-    let mut seen: Vec<u32> = Vec::new();
+    let mut seen = SeenConstants::default();
     for a in alts {
         let Some((v, ts)) = guard_of(a).and_then(eq_tests) else { return false };
-        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(&k)) {
+        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(k)) {
             return false;
         }
         value = Some(v);
-        seen.extend(constants(ts));
+        constants(ts).for_each(|k| seen.push(k));
     }
     alts.len() >= 2
+}
+
+/// A set of constants kept in a small array, and in a vector only past
+/// its room (most `or`s have a few alternatives: no allocation).
+#[derive(Default)]
+struct SeenConstants {
+    first: [u32; 16],
+    len: usize,
+    more: Vec<u32>,
+}
+
+impl SeenConstants {
+    fn contains(&self, k: u32) -> bool {
+        self.first[..self.len.min(self.first.len())].contains(&k) || self.more.contains(&k)
+    }
+
+    fn push(&mut self, k: u32) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = k,
+            None => self.more.push(k),
+        }
+        self.len += 1;
+    }
 }
 
 /// Distributes an `and` over the first `or` operand it can, setting
