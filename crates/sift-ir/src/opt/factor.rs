@@ -175,14 +175,9 @@ fn constant(t: &Pred) -> Option<u32> {
     }
 }
 
-/// Whether two guards are exclusive: at most one holds, and they abort
-/// together (the same value tested against disjoint sets of constants).
-fn exclusive(g: &Pred, h: &Pred) -> bool {
-    disjoint(eq_tests(g), eq_tests(h))
-}
-
-/// [`exclusive`] of two guards given by their [`eq_tests`] (a loop that
-/// compares one guard with many finds its tests once).
+/// Whether two guards given by their [`eq_tests`] are exclusive: at most
+/// one holds, and they abort together (the same value tested against
+/// disjoint sets of constants).
 fn disjoint(g: Option<(&Value, &[Pred])>, h: Option<(&Value, &[Pred])>) -> bool {
     match (g, h) {
         (Some((a, j)), Some((b, k))) => a == b && !constants(j).any(|x| constants(k).any(|y| y == x)),
@@ -410,40 +405,88 @@ fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
 /// exclusive: once `g1` holds, `g2` fails without aborting, so the second
 /// `r` is never evaluated on the left either.
 fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
-    let mut out: Vec<Pred> = Vec::with_capacity(alts.len());
-    // The run being built: its guards and their common rest.
-    let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
-    let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
-        if let Some((mut guards, rest)) = run.take() {
-            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or_vec(guards) };
-            out.push(and_with_guard(g, rest));
+    let n = alts.len();
+    // The runs are found on the alternatives as they stand; only those in
+    // a run of two or more are taken apart.
+    let mut ends = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let j = run_end(&alts, i);
+        if j > i + 1 {
+            ends.push((i, j));
         }
-    };
-    for alt in alts {
-        let (g, rest) = match split_guard(alt) {
-            Ok((g, rest)) if eq_tests(&g).is_some() && !rest.is_empty() => (g, rest),
-            Ok((g, rest)) => {
-                flush(&mut run, &mut out);
-                out.push(and_with_guard(g, rest));
-                continue;
-            }
-            Err(p) => {
-                flush(&mut run, &mut out);
-                out.push(p);
-                continue;
-            }
-        };
-        if let Some((guards, r)) = &mut run {
-            if *r == rest && guards.iter().all(|h| exclusive(h, &g)) {
-                guards.push(g);
-                continue;
-            }
-        }
-        flush(&mut run, &mut out);
-        run = Some((one_of_several(g), rest));
+        i = j;
     }
-    flush(&mut run, &mut out);
+    if ends.is_empty() && alts.iter().all(is_whole) {
+        return alts;
+    }
+    let mut out: Vec<Pred> = Vec::with_capacity(n);
+    let mut runs = ends.into_iter().peekable();
+    let mut alts = alts.into_iter().enumerate();
+    while let Some((i, alt)) = alts.next() {
+        let Some(&(_, end)) = runs.peek().filter(|(start, _)| *start == i) else {
+            out.push(match split_guard(alt) {
+                Ok((g, rest)) => and_with_guard(g, rest),
+                Err(p) => p,
+            });
+            continue;
+        };
+        runs.next();
+        // The first alternative's rest is kept, the others' are the same.
+        let Ok((first, rest)) = split_guard(alt) else { continue };
+        let mut guards = Vec::with_capacity(end - i);
+        guards.push(first);
+        for (_, alt) in alts.by_ref().take(end - i - 1) {
+            if let Ok((g, _)) = split_guard(alt) {
+                guards.push(g);
+            }
+        }
+        out.push(and_with_guard(fold::or_vec(guards), rest));
+    }
     out
+}
+
+/// The guard of an alternative and the rest of its conjuncts, as
+/// [`split_guard`] would take them apart.
+fn guard_and_rest(p: &Pred) -> Option<(&Pred, &[Pred])> {
+    match p {
+        Pred::And(v) if v.first().is_some_and(is_guard) => Some((&v[0], &v[1..])),
+        p if is_guard(p) => Some((p, &[])),
+        _ => None,
+    }
+}
+
+/// Whether taking the alternative `p` apart with [`split_guard`] and
+/// putting it back together with [`and_with_guard`] gives `p` back.
+fn is_whole(p: &Pred) -> bool {
+    match p {
+        Pred::And(v) if v.first().is_some_and(is_guard) => {
+            v.len() >= 2 && !v.iter().any(|q| fold::needs_work(q, true))
+        }
+        _ => true,
+    }
+}
+
+/// The end of the run of [`merge_same_rests`] that starts at `alts[i]`:
+/// the alternatives after it with the same (non-empty) rest whose guards
+/// are sets of equalities exclusive with all the guards before them in the
+/// run.
+fn run_end(alts: &[Pred], i: usize) -> usize {
+    let run_key = |p| match guard_and_rest(p) {
+        Some((g, rest)) if !rest.is_empty() => eq_tests(g).map(|t| (t, rest)),
+        _ => None,
+    };
+    let Some((_, rest)) = run_key(&alts[i]) else { return i + 1 };
+    let mut j = i + 1;
+    while let Some((t, r)) = alts.get(j).and_then(run_key) {
+        let joins = r == rest
+            && alts[i..j].iter().all(|h| guard_and_rest(h).is_some_and(|(h, _)| disjoint(eq_tests(h), Some(t))));
+        if !joins {
+            break;
+        }
+        j += 1;
+    }
+    j
 }
 
 /// Whether the alternatives of an `or` start with pairwise exclusive tests.
