@@ -63,7 +63,7 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
                 *p = distribute(std::mem::take(v), budget, changed);
             } else if !nothing_to_distribute(v) {
                 // (What `distribute` does once `rejoin` gave the `and` back.)
-                *p = distribute_joined(std::mem::take(v), budget, changed);
+                *p = distribute_joined(std::mem::take(v), None, budget, changed);
             }
         }
         Pred::Or(v) => {
@@ -532,14 +532,21 @@ impl SeenConstants {
 /// `changed` unless the `and` stays as it was.
 pub(crate) fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     match rejoin(v, true, changed) {
-        Pred::And(v) => distribute_joined(v, budget, changed),
+        Pred::And(v) => distribute_joined(v, None, budget, changed),
         p => p,
     }
 }
 
 /// [`distribute`] of the operands of an `and` already joined by
-/// [`fold::and_vec`].
-fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
+/// [`fold::and_vec`]; `tail`, when known, is the number of operands at the
+/// end of `v` and their total [`size`] (the rest moved into the last
+/// alternative of an outer distribution, whose size was computed there).
+fn distribute_joined(
+    mut v: Vec<Pred>,
+    tail: Option<(usize, usize)>,
+    budget: &mut usize,
+    changed: &mut bool,
+) -> Pred {
     let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| distributable(&v[i])) else {
         return Pred::And(v);
     };
@@ -552,7 +559,7 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
                 // One alternative left joins the `and`; none: the `or` fails.
                 v[i] = alts.pop().unwrap_or(Pred::False);
                 return match fold::and_vec(v) {
-                    Pred::And(v) => distribute_joined(v, budget, changed),
+                    Pred::And(v) => distribute_joined(v, None, budget, changed),
                     p => p,
                 };
             }
@@ -563,7 +570,11 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
         Pred::Or(alts) => alts.len() - 1,
         _ => 0,
     };
-    let cost = rest.iter().map(size).sum::<usize>() * copies;
+    let rest_size = match tail {
+        Some((len, n)) if len == rest.len() => n,
+        _ => rest.iter().map(size).sum::<usize>(),
+    };
+    let cost = rest_size * copies;
     if cost > *budget {
         v.extend(rest);
         return Pred::And(v);
@@ -583,12 +594,19 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     let mut new_alts = Vec::with_capacity(n);
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
-        let r = match &rest {
-            Some(r) if j + 1 < n => copy_pruned(&v, &a, r),
-            _ => rest.take().unwrap_or_default(),
+        let (r, tail) = match &rest {
+            Some(r) if j + 1 < n => (copy_pruned(&v, &a, r), None),
+            _ => {
+                let r = rest.take().unwrap_or_default();
+                // The moved rest ends the joined `and` as it is when `a` is
+                // not a constant and no operand of `r` needs work.
+                let intact = !matches!(a, Pred::True | Pred::False) && !r.iter().any(|p| fold::needs_work(p, true));
+                let tail = intact.then_some((r.len(), rest_size));
+                (r, tail)
+            }
         };
         new_alts.push(match fold::and(std::iter::once(a).chain(r)) {
-            Pred::And(v) => distribute_joined(v, budget, changed),
+            Pred::And(v) => distribute_joined(v, tail, budget, changed),
             p => p,
         });
     }
