@@ -70,11 +70,11 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, false) {
                 *p = merge_alternatives(std::mem::take(v), budget, changed);
-            } else if !nothing_to_merge(v) {
+            } else if let Err(pair) = merge_check(v) {
                 // (What `merge_alternatives` does once `rejoin` gave the `or`
                 // back.)
                 *changed = true;
-                *p = merge_entries(std::mem::take(v), budget);
+                *p = merge_entries_knowing(std::mem::take(v), pair, budget);
             }
         }
         _ => {}
@@ -295,16 +295,25 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
         Pred::Or(v) => v,
         p => return p,
     };
-    if nothing_to_merge(&alts) {
-        return rejoin(alts, false, changed);
+    match merge_check(&alts) {
+        Ok(()) => rejoin(alts, false, changed),
+        Err(pair) => {
+            *changed = true;
+            merge_entries_knowing(alts, pair, budget)
+        }
     }
-    *changed = true;
-    merge_entries(alts, budget)
 }
 
 /// [`merge_alternatives`] of the alternatives of a flattened `or`, taking
 /// each one apart.
+#[cfg(test)]
 pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
+    merge_entries_knowing(alts, None, budget)
+}
+
+/// [`merge_entries`], knowing (`pair`, from [`merge_check`]) that
+/// the alternatives `pair` and `pair + 1` have the same rest.
+pub(crate) fn merge_entries_knowing(alts: Vec<Pred>, mut pair: Option<usize>, budget: &mut usize) -> Pred {
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
     let mut look = LookBack::default();
     for alt in alts {
@@ -318,6 +327,10 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
         };
         match look.find(|k| out[k].guard(), &g, eq_tests(&g)) {
             Ok(k) => {
+                if pair.is_some_and(|i| k <= i + 1) {
+                    // The pair's entries are no longer the alternatives.
+                    pair = None;
+                }
                 if let Entry::Guarded(_, rests) = &mut out[k] {
                     rests.push(rest);
                 }
@@ -342,7 +355,7 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
             }
         }
     });
-    fold::or_vec(merge_same_rests(rebuilt.collect()))
+    fold::or_vec(merge_same_rests(rebuilt.collect(), pair))
 }
 
 /// Whether [`merge_alternatives`] would give the alternatives `alts` of a
@@ -352,16 +365,26 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 /// putting each one back together after splitting off its guard gives it
 /// back (an `and` of at least two operands, none of which [`fold::and_vec`]
 /// would flatten or drop).
+#[cfg(test)]
 pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
+    merge_check(alts).is_ok()
+}
+
+/// [`nothing_to_merge`] as `Ok`; when there is something to merge,
+/// `Err(Some(i))` if it found that the alternatives `i` and `i + 1` would
+/// start a run of [`merge_same_rests`] (every alternative up to them
+/// stays where it is and is given back as it is by [`merge_entries`]),
+/// else `Err(None)`.
+pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
     // The guard and rest of the alternative before, if it could start a
     // run of `merge_same_rests`.
     let mut run: Option<(Tests<'_>, &[Pred])> = None;
     let mut look = LookBack::default();
-    for alt in alts {
+    for (i, alt) in alts.iter().enumerate() {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
-                    return false;
+                    return Err(None);
                 }
                 (&v[0], &v[1..])
             }
@@ -375,19 +398,19 @@ pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
         // The walk of `merge_alternatives` looking for a guard to join.
         let g_tests = eq_tests(g);
         match look.find(|k| guard_of(&alts[k]), g, g_tests) {
-            Ok(_) => return false,
+            Ok(_) => return Err(None),
             Err(same_as_last) => look.push(same_as_last),
         }
         if g_tests.is_some() && !rest.is_empty() {
             if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
-                return false;
+                return Err(Some(i - 1));
             }
             run = Some((g_tests, rest));
         } else {
             run = None;
         }
     }
-    true
+    Ok(())
 }
 
 /// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has
@@ -404,14 +427,17 @@ fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
 /// `or(and(g1, r), and(g2, r))` ≡ `and(or(g1, g2), r)` when `g1`, `g2` are
 /// exclusive: once `g1` holds, `g2` fails without aborting, so the second
 /// `r` is never evaluated on the left either.
-fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
+///
+/// `pair` (from [`merge_check`]): alternatives `pair` and `pair + 1` are
+/// known to have the same rest.
+fn merge_same_rests(alts: Vec<Pred>, pair: Option<usize>) -> Vec<Pred> {
     let n = alts.len();
     // The runs are found on the alternatives as they stand; only those in
     // a run of two or more are taken apart.
     let mut ends = Vec::new();
     let mut i = 0;
     while i < n {
-        let j = run_end(&alts, i);
+        let j = run_end(&alts, i, pair);
         if j > i + 1 {
             ends.push((i, j));
         }
@@ -470,8 +496,8 @@ fn is_whole(p: &Pred) -> bool {
 /// The end of the run of [`merge_same_rests`] that starts at `alts[i]`:
 /// the alternatives after it with the same (non-empty) rest whose guards
 /// are sets of equalities exclusive with all the guards before them in the
-/// run.
-fn run_end(alts: &[Pred], i: usize) -> usize {
+/// run. (`pair` as in [`merge_same_rests`].)
+fn run_end(alts: &[Pred], i: usize, pair: Option<usize>) -> usize {
     let run_key = |p| match guard_and_rest(p) {
         Some((g, rest)) if !rest.is_empty() => eq_tests(g).map(|t| (t, rest)),
         _ => None,
@@ -479,7 +505,7 @@ fn run_end(alts: &[Pred], i: usize) -> usize {
     let Some((_, rest)) = run_key(&alts[i]) else { return i + 1 };
     let mut j = i + 1;
     while let Some((t, r)) = alts.get(j).and_then(run_key) {
-        let joins = r == rest
+        let joins = (pair == Some(i) && j == i + 1 || r == rest)
             && alts[i..j].iter().all(|h| guard_and_rest(h).is_some_and(|(h, _)| disjoint(eq_tests(h), Some(t))));
         if !joins {
             break;
