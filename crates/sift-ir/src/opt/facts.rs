@@ -563,7 +563,11 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                 break;
             }
             _ => {
-                env.assume(&v[j], unit, s.lhs);
+                // What the last operand establishes would only be undone
+                // below: nothing after it on this path is simplified here.
+                if i + 1 < n {
+                    env.assume(&v[j], unit, s.lhs);
+                }
                 let flattened = match &mut v[j] {
                     Pred::And(w) if is_and => Some(std::mem::take(w)),
                     Pred::Or(w) if !is_and => Some(std::mem::take(w)),
