@@ -488,6 +488,12 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
     fn key(p: &Pred) -> &Value {
         simple_lhs(p).unwrap_or(&OTHER)
     }
+    // Grouped already when each operand tests the value of the one before
+    // it or one not tested before (checked without allocating: the common
+    // case).
+    if ps.iter().enumerate().all(|(i, p)| i == 0 || key(&ps[i - 1]) == key(p) || !ps[..i - 1].iter().any(|q| key(q) == key(p))) {
+        return false;
+    }
     // The group of each operand: the position of its group's first operand
     // among the first operands (no copy of the values).
     let mut firsts: Vec<usize> = Vec::new();
