@@ -491,7 +491,11 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
     // Grouped already when each operand tests the value of the one before
     // it or one not tested before (checked without allocating: the common
     // case).
-    if ps.iter().enumerate().all(|(i, p)| i == 0 || key(&ps[i - 1]) == key(p) || !ps[..i - 1].iter().any(|q| key(q) == key(p))) {
+    let new_or_same = |i: usize| {
+        let k = key(&ps[i]);
+        i == 0 || key(&ps[i - 1]) == k || !ps[..i - 1].iter().any(|q| key(q) == k)
+    };
+    if (0..ps.len()).all(new_or_same) {
         return false;
     }
     // The group of each operand: the position of its group's first operand

@@ -443,8 +443,17 @@ fn nothing_to_distribute_means_distribution_changes_nothing() {
 #[test]
 fn nothing_to_merge_means_the_full_merge_changes_nothing() {
     let mut r = Rng(0x0dd_f00d);
-    let mut preds: Vec<Pred> =
-        ["tcp", "tcp port 80", "host 1.2.3.4", "portrange 0-6000", "ip6 and udp", "vlan and tcp", "port 22", "src net 10.0.0.0/8 or (dst net 127.0.0.1 and port 22)"].iter().map(|e| parse(e)).collect();
+    let exprs = [
+        "tcp",
+        "tcp port 80",
+        "host 1.2.3.4",
+        "portrange 0-6000",
+        "ip6 and udp",
+        "vlan and tcp",
+        "port 22",
+        "src net 10.0.0.0/8 or (dst net 127.0.0.1 and port 22)",
+    ];
+    let mut preds: Vec<Pred> = exprs.iter().map(|e| parse(e)).collect();
     preds.extend((0..1500).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }));
     let (mut checked, mut merged, mut paired) = (0, 0, 0);
     for p in preds {
