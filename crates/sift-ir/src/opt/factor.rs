@@ -380,7 +380,8 @@ pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
     // run of `merge_same_rests`.
     let mut run: Option<(Tests<'_>, &[Pred])> = None;
     let mut look = LookBack::default();
-    for (i, alt) in alts.iter().enumerate() {
+    let mut it = alts.iter();
+    while let Some(alt) = it.next() {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
@@ -403,7 +404,8 @@ pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
         }
         if g_tests.is_some() && !rest.is_empty() {
             if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
-                return Err(Some(i - 1));
+                // (The alternative before this one.)
+                return Err(Some(alts.len() - it.len() - 2));
             }
             run = Some((g_tests, rest));
         } else {
