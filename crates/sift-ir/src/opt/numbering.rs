@@ -210,29 +210,45 @@ fn is_encoded(v: &Value, words: &[u32]) -> bool {
 /// The words after those [`encode`] would write for `v`, if `words` starts
 /// with them.
 fn encoded_prefix<'a>(v: &Value, words: &'a [u32]) -> Option<&'a [u32]> {
-    // The words after one (`one`) or two (`two`) expected ones.
+    if let Some(rest) = leaf_prefix(v, words) {
+        return rest;
+    }
+    // The words after an expected one.
     let one = |w: u32| match words {
         [x, rest @ ..] if *x == w => Some(rest),
         _ => None,
     };
+    // An operand: a leaf inline, else a call.
+    let operand = |v: &Value, words: &'a [u32]| leaf_prefix(v, words).unwrap_or_else(|| encoded_prefix(v, words));
+    match v {
+        Value::Load { size, index: Some(i), offset } => match words {
+            [w, k, rest @ ..] if *w == 3 | size.bytes() << 8 | 1 << 16 && k == offset => operand(i, rest),
+            _ => None,
+        },
+        Value::Bin(op, a, b) => operand(b, operand(a, one(4 | (*op as u32) << 8)?)?),
+        Value::Neg(a) => operand(a, one(5)?),
+        // (Leaves.)
+        _ => None,
+    }
+}
+
+/// [`encoded_prefix`] of a value without operands (`None` for one with).
+#[inline(always)]
+fn leaf_prefix<'a>(v: &Value, words: &'a [u32]) -> Option<Option<&'a [u32]>> {
     let two = |w: u32, k: u32| match words {
         [x, y, rest @ ..] if *x == w && *y == k => Some(rest),
         _ => None,
     };
-    match v {
+    Some(match v {
         Value::Const(k) => two(1, *k),
-        Value::Len => one(2),
-        Value::Load { size, index, offset } => {
-            let rest = two(3 | size.bytes() << 8 | u32::from(index.is_some()) << 16, *offset)?;
-            match index {
-                Some(i) => encoded_prefix(i, rest),
-                None => Some(rest),
-            }
-        }
-        Value::Bin(op, a, b) => encoded_prefix(b, encoded_prefix(a, one(4 | (*op as u32) << 8)?)?),
-        Value::Neg(a) => encoded_prefix(a, one(5)?),
+        Value::Len => match words {
+            [2, rest @ ..] => Some(rest),
+            _ => None,
+        },
+        Value::Load { size, index: None, offset } => two(3 | size.bytes() << 8, *offset),
         Value::Protochain { v6, proto, nl } => two(6 | u32::from(*v6) << 8 | u32::from(*proto) << 16, *nl),
-    }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
