@@ -130,7 +130,19 @@ fn split_guard(p: Pred) -> Result<(Pred, Vec<Pred>), Pred> {
     }
 }
 
+/// [`split_guard`] of a predicate known to have a guard ([`guard_of`]).
+fn take_guard(p: Pred) -> (Pred, Vec<Pred>) {
+    match p {
+        Pred::And(mut v) if !v.is_empty() => {
+            let g = v.remove(0);
+            (g, v)
+        }
+        p => (p, Vec::new()),
+    }
+}
+
 /// The guard of a predicate without taking it apart.
+#[inline]
 fn guard_of(p: &Pred) -> Option<&Pred> {
     match p {
         Pred::And(v) => v.first().filter(|g| is_guard(g)),
@@ -189,6 +201,9 @@ fn disjoint(g: Option<(&Value, &[Pred])>, h: Option<(&Value, &[Pred])>) -> bool 
 /// that start with it, or an alternative without a guard.
 enum Entry {
     Guarded(Pred, Vec<Vec<Pred>>),
+    /// An alternative with a guard, whole (no other one joined it).
+    Whole(Pred),
+    /// An alternative without a guard.
     Plain(Pred),
 }
 
@@ -196,7 +211,10 @@ impl Entry {
     fn guard(&self) -> Option<&Pred> {
         match self {
             Entry::Guarded(g, _) => Some(g),
-            Entry::Plain(p) => guard_of(p),
+            // (Its guard was found when it was placed.)
+            Entry::Whole(Pred::And(v)) => v.first(),
+            Entry::Whole(g) => Some(g),
+            Entry::Plain(_) => None,
         }
     }
 }
@@ -317,33 +335,41 @@ pub(crate) fn merge_entries_knowing(alts: Vec<Pred>, mut pair: Option<usize>, bu
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
     let mut look = LookBack::default();
     for alt in alts {
-        let (g, rest) = match split_guard(alt) {
-            Ok(x) => x,
-            Err(p) => {
-                out.push(Entry::Plain(p));
+        // An alternative stays whole until another one joins its guard.
+        let found = guard_of(&alt).map(|g| look.find(|k| out[k].guard(), g, eq_tests(g)));
+        let k = match found {
+            Some(Ok(k)) => k,
+            Some(Err(same_as_last)) => {
+                out.push(Entry::Whole(alt));
+                look.push(same_as_last);
+                continue;
+            }
+            None => {
+                out.push(Entry::Plain(alt));
                 look.push(false);
                 continue;
             }
         };
-        match look.find(|k| out[k].guard(), &g, eq_tests(&g)) {
-            Ok(k) => {
-                if pair.is_some_and(|i| k <= i + 1) {
-                    // The pair's entries are no longer the alternatives.
-                    pair = None;
-                }
-                if let Entry::Guarded(_, rests) = &mut out[k] {
-                    rests.push(rest);
-                }
-                // The alternative moved before exclusive ones: fine.
-            }
-            Err(same_as_last) => {
-                out.push(Entry::Guarded(g, one_of_several(rest)));
-                look.push(same_as_last);
-            }
+        if pair.is_some_and(|i| k <= i + 1) {
+            // The pair's entries are no longer the alternatives.
+            pair = None;
         }
+        if let Entry::Whole(p) = &mut out[k] {
+            let (g, rest) = take_guard(std::mem::replace(p, Pred::True));
+            out[k] = Entry::Guarded(g, one_of_several(rest));
+        }
+        if let Entry::Guarded(_, rests) = &mut out[k] {
+            rests.push(take_guard(alt).1);
+        }
+        // The alternative moved before exclusive ones: fine.
     }
     let rebuilt = out.into_iter().map(|e| match e {
         Entry::Plain(p) => p,
+        Entry::Whole(p) if is_whole(&p) => p,
+        Entry::Whole(p) => match split_guard(p) {
+            Ok((g, rest)) => and_with_guard(g, rest),
+            Err(p) => p,
+        },
         Entry::Guarded(g, mut rests) => {
             if rests.len() == 1 {
                 let rest = rests.pop().unwrap_or_default();
