@@ -4,24 +4,18 @@
 use crate::pred::Value;
 
 /// The distinct values seen so far, numbered 0, 1, 2, ... in order of first
-/// sight. Each value is written down once, when first numbered, as words
-/// in one shared vector (no allocation per value, none freed when the
-/// table is cleared: a copy of `u16[((u8[14] & 0xf) << 2) + 14]` was five
-/// boxes); a lookup hashes the value once, and only its top node (a load's
-/// offset, an operation and the top nodes of its operands): values of one
-/// filter rarely differ only deeper down, and equal hashes are told apart
-/// by comparing the value with the words.
+/// sight. Each value is copied once, when first numbered; a lookup hashes
+/// the value once, and only its top node (a load's offset, an operation and
+/// the top nodes of its operands): values of one filter rarely differ only
+/// deeper down, and equal hashes are told apart by comparing the values.
 #[derive(Default)]
 pub(crate) struct ValueNumbers {
     /// Open addressing, linear probing: each slot holds a value number + 1,
     /// or 0 when empty. Its length is 0 or a power of two at least twice
     /// the number of values.
     slots: Vec<u32>,
-    /// Per value number: where its words are, its hash and the slot
-    /// holding it.
+    /// Per value number: the value, its hash and the slot holding it.
     entries: Vec<Entry>,
-    /// The values numbered, written down by [`encode`] one after the other.
-    words: Vec<u32>,
 }
 
 /// Where a value not numbered yet goes (from [`ValueNumbers::lookup`]):
@@ -35,9 +29,7 @@ pub(crate) struct Vacancy {
 }
 
 struct Entry {
-    /// `words[start..end]` is the value.
-    start: u32,
-    end: u32,
+    value: Value,
     hash: u64,
     slot: usize,
 }
@@ -50,7 +42,6 @@ impl ValueNumbers {
             self.slots[e.slot] = 0;
         }
         self.entries.clear();
-        self.words.clear();
     }
 
     /// The number of `v`, if it has one.
@@ -91,9 +82,7 @@ impl ValueNumbers {
     /// `slot` where [`ValueNumbers::find`] stopped.
     fn insert(&mut self, v: &Value, hash: u64, slot: usize) -> u32 {
         let n = self.entries.len() as u32;
-        let start = self.words.len() as u32;
-        encode(v, &mut self.words);
-        self.entries.push(Entry { start, end: self.words.len() as u32, hash, slot });
+        self.entries.push(Entry { value: v.clone(), hash, slot });
         self.slots[slot] = n + 1;
         if self.slots.len() < 2 * self.entries.len() {
             self.grow();
@@ -114,7 +103,7 @@ impl ValueNumbers {
                 0 => return Err(slot),
                 n => {
                     let e = &self.entries[n as usize - 1];
-                    if e.hash == hash && is_encoded(v, &self.words[e.start as usize..e.end as usize]) {
+                    if e.hash == hash && e.value == *v {
                         return Ok(n - 1);
                     }
                 }
@@ -169,126 +158,4 @@ fn top_hash(v: &Value) -> u64 {
         _ => mix(0),
     }
     h ^ (h >> 29)
-}
-
-/// Writes `v` down as words, node by node in prefix order: a node's kind
-/// and small fields in one word, then its constants, then its operands.
-/// Two values are equal exactly when their words are.
-fn encode(v: &Value, out: &mut Vec<u32>) {
-    match v {
-        Value::Const(k) => out.extend([1, *k]),
-        Value::Len => out.push(2),
-        Value::Load { size, index, offset } => {
-            out.extend([3 | size.bytes() << 8 | u32::from(index.is_some()) << 16, *offset]);
-            if let Some(i) = index {
-                encode(i, out);
-            }
-        }
-        Value::Bin(op, a, b) => {
-            out.push(4 | (*op as u32) << 8);
-            encode(a, out);
-            encode(b, out);
-        }
-        Value::Neg(a) => {
-            out.push(5);
-            encode(a, out);
-        }
-        Value::Protochain { v6, proto, nl } => out.extend([6 | u32::from(*v6) << 8 | u32::from(*proto) << 16, *nl]),
-    }
-}
-
-/// Whether `words` is what [`encode`] writes for `v`.
-#[inline]
-fn is_encoded(v: &Value, words: &[u32]) -> bool {
-    match (v, words) {
-        // A load at a constant offset (most values): no call.
-        (Value::Load { size, index: None, offset }, [w, k]) => *w == 3 | size.bytes() << 8 && k == offset,
-        _ => encoded_prefix(v, words).is_some_and(|rest| rest.is_empty()),
-    }
-}
-
-/// The words after those [`encode`] would write for `v`, if `words` starts
-/// with them.
-fn encoded_prefix<'a>(v: &Value, words: &'a [u32]) -> Option<&'a [u32]> {
-    if let Some(rest) = leaf_prefix(v, words) {
-        return rest;
-    }
-    // The words after an expected one.
-    let one = |w: u32| match words {
-        [x, rest @ ..] if *x == w => Some(rest),
-        _ => None,
-    };
-    // An operand: a leaf inline, else a call.
-    let operand = |v: &Value, words: &'a [u32]| leaf_prefix(v, words).unwrap_or_else(|| encoded_prefix(v, words));
-    match v {
-        Value::Load { size, index: Some(i), offset } => match words {
-            [w, k, rest @ ..] if *w == 3 | size.bytes() << 8 | 1 << 16 && k == offset => operand(i, rest),
-            _ => None,
-        },
-        Value::Bin(op, a, b) => operand(b, operand(a, one(4 | (*op as u32) << 8)?)?),
-        Value::Neg(a) => operand(a, one(5)?),
-        // (Leaves.)
-        _ => None,
-    }
-}
-
-/// [`encoded_prefix`] of a value without operands (`None` for one with).
-#[inline(always)]
-fn leaf_prefix<'a>(v: &Value, words: &'a [u32]) -> Option<Option<&'a [u32]>> {
-    let two = |w: u32, k: u32| match words {
-        [x, y, rest @ ..] if *x == w && *y == k => Some(rest),
-        _ => None,
-    };
-    Some(match v {
-        Value::Const(k) => two(1, *k),
-        Value::Len => match words {
-            [2, rest @ ..] => Some(rest),
-            _ => None,
-        },
-        Value::Load { size, index: None, offset } => two(3 | size.bytes() << 8, *offset),
-        Value::Protochain { v6, proto, nl } => two(6 | u32::from(*v6) << 8 | u32::from(*proto) << 16, *nl),
-        _ => return None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{encode, is_encoded};
-    use crate::pred::{BinOp, Size, Value};
-
-    /// A value of every kind, small constants (so that random pairs are
-    /// often equal or differ in one field only).
-    fn value(seed: &mut u64, depth: u32) -> Value {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let r = (*seed >> 33) as u32;
-        let k = r >> 8 & 1;
-        let sub = |seed: &mut u64| Box::new(value(seed, depth.saturating_sub(1)));
-        match if depth == 0 { r % 4 } else { r % 8 } {
-            0 => Value::Const(k),
-            1 => Value::Len,
-            2 => Value::load([Size::Byte, Size::Half, Size::Word][(r >> 9) as usize % 3], k),
-            3 => Value::Protochain { v6: k == 1, proto: (r >> 10 & 1) as u8, nl: r >> 11 & 1 },
-            4 => Value::Load { size: Size::Byte, index: Some(sub(seed)), offset: k },
-            5 => Value::Neg(sub(seed)),
-            6 => Value::Bin([BinOp::Add, BinOp::Shl][k as usize], sub(seed), sub(seed)),
-            _ => Value::Bin(BinOp::And, sub(seed), sub(seed)),
-        }
-    }
-
-    /// A value's words match exactly the values equal to it.
-    #[test]
-    fn words_match_exactly_the_equal_values() {
-        let mut seed = 7;
-        let values: Vec<Value> = (0..400).map(|_| value(&mut seed, 3)).collect();
-        let (mut equal, mut words) = (0, Vec::new());
-        for a in &values {
-            words.clear();
-            encode(a, &mut words);
-            for b in &values {
-                assert_eq!(is_encoded(b, &words), a == b, "{a} / {b}");
-                equal += usize::from(a == b && !std::ptr::eq(a, b));
-            }
-        }
-        assert!(equal > 1000, "{equal}");
-    }
 }
