@@ -61,7 +61,7 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, true) {
                 *p = distribute(std::mem::take(v), budget, changed);
-            } else if !nothing_to_distribute(v) {
+            } else if has_distributable(v) {
                 // (What `distribute` does once `rejoin` gave the `and` back.)
                 *p = distribute_joined(std::mem::take(v), None, budget, changed);
             }
@@ -83,8 +83,15 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
 
 /// Whether [`distribute`] would give the `and` of the operands `v` back as
 /// it is (no operand to flatten or drop, none to distribute over).
+#[cfg(test)]
 pub(crate) fn nothing_to_distribute(v: &[Pred]) -> bool {
-    !needs_rejoin(v, true) && !v[..v.len() - 1].iter().any(distributable)
+    !needs_rejoin(v, true) && !has_distributable(v)
+}
+
+/// Whether an operand of the `and` of the operands `v` (at least two)
+/// other than the last is one distribution is over.
+fn has_distributable(v: &[Pred]) -> bool {
+    v[..v.len().saturating_sub(1)].iter().any(distributable)
 }
 
 /// Whether [`rejoin`] would not give the operands `v` of an `and`
