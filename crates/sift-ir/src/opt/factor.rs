@@ -61,9 +61,9 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, true) {
                 *p = distribute(std::mem::take(v), budget, changed);
-            } else if has_distributable(v) {
+            } else if let Some(i) = first_distributable(v) {
                 // (What `distribute` does once `rejoin` gave the `and` back.)
-                *p = distribute_joined(std::mem::take(v), None, budget, changed);
+                *p = distribute_at(std::mem::take(v), i, None, budget, changed);
             }
         }
         Pred::Or(v) => {
@@ -85,13 +85,13 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
 /// it is (no operand to flatten or drop, none to distribute over).
 #[cfg(test)]
 pub(crate) fn nothing_to_distribute(v: &[Pred]) -> bool {
-    !needs_rejoin(v, true) && !has_distributable(v)
+    !needs_rejoin(v, true) && first_distributable(v).is_none()
 }
 
-/// Whether an operand of the `and` of the operands `v` (at least two)
-/// other than the last is one distribution is over.
-fn has_distributable(v: &[Pred]) -> bool {
-    v[..v.len().saturating_sub(1)].iter().any(distributable)
+/// The first operand of the `and` of the operands `v`, other than the
+/// last, that distribution is over.
+fn first_distributable(v: &[Pred]) -> Option<usize> {
+    v[..v.len().saturating_sub(1)].iter().position(distributable)
 }
 
 /// Whether [`rejoin`] would not give the operands `v` of an `and`
@@ -603,14 +603,26 @@ pub(crate) fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
 /// end of `v` and their total [`size`] (the rest moved into the last
 /// alternative of an outer distribution, whose size was computed there).
 fn distribute_joined(
-    mut v: Vec<Pred>,
+    v: Vec<Pred>,
     tail: Option<(usize, usize)>,
     budget: &mut usize,
     changed: &mut bool,
 ) -> Pred {
-    let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| distributable(&v[i])) else {
-        return Pred::And(v);
-    };
+    match first_distributable(&v) {
+        Some(i) => distribute_at(v, i, tail, budget, changed),
+        None => Pred::And(v),
+    }
+}
+
+/// [`distribute_joined`] over the operand `v[i]`, its
+/// [`first_distributable`].
+fn distribute_at(
+    mut v: Vec<Pred>,
+    i: usize,
+    tail: Option<(usize, usize)>,
+    budget: &mut usize,
+    changed: &mut bool,
+) -> Pred {
     // Alternatives an earlier operand rules out are not copied into.
     let (before, from) = v.split_at_mut(i);
     if let Pred::Or(alts) = &mut from[0] {
