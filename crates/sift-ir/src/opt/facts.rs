@@ -127,17 +127,25 @@ thread_local! {
 
 impl Env {
     /// An empty `Env`, with the room a previous pass on this thread left.
-    fn take() -> Box<Env> {
+    ///
+    /// With `keep_numbers`, the values the last pass on this thread
+    /// numbered keep their numbers (the second pass of one optimization
+    /// meets mostly the same values: no new copies of them). A pass ends
+    /// with everything it recorded undone, so their slots are empty.
+    #[inline]
+    fn take(keep_numbers: bool) -> Box<Env> {
         let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
-        // The slots stay, emptied, for the values numbered next: those of
-        // the last pass's values (the ones after them were never used or
-        // are empty already).
-        let used = env.done.len();
-        env.facts.iter_mut().take(used).for_each(Vec::clear);
+        if !keep_numbers {
+            // The slots stay, emptied, for the values numbered next: those
+            // of the last pass's values (the ones after them were never
+            // used or are empty already).
+            let used = env.done.len();
+            env.facts.iter_mut().take(used).for_each(Vec::clear);
+            env.ids.clear();
+            env.done.clear();
+        }
         env.len = 0;
         env.changed = false;
-        env.ids.clear();
-        env.done.clear();
         env.log.clear();
         env.known.clear();
         env.sets.clear();
@@ -415,9 +423,20 @@ pub fn simplify(p: Pred) -> Pred {
 
 /// [`simplify`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn simplify_noting(mut p: Pred, changed: &mut bool) -> Pred {
-    let mut env = Env::take();
+pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
+    simplify_numbered(p, false, changed)
+}
+
+/// [`simplify_noting`]; with `again`, the values the last pass on this
+/// thread numbered keep their numbers (for the second pass of one
+/// optimization; the numbers do not change what the pass does).
+#[inline]
+pub(crate) fn simplify_numbered(mut p: Pred, again: bool, changed: &mut bool) -> Pred {
+    let mut env = Env::take(again);
     simp(&mut p, &mut env, Ctx::AbortIsFalse);
+    // Everything recorded was undone on the way back up (the next pass
+    // may keep the numbers: their slots must be empty).
+    debug_assert!(env.log.is_empty() && env.len == 0);
     *changed |= env.changed;
     env.give_back();
     p
