@@ -70,11 +70,11 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, false) {
                 *p = merge_alternatives(std::mem::take(v), budget, changed);
-            } else if let Err(pair) = merge_check(v) {
+            } else if let Err(work) = merge_check(v) {
                 // (What `merge_alternatives` does once `rejoin` gave the `or`
                 // back.)
                 *changed = true;
-                *p = merge_entries_knowing(std::mem::take(v), pair, budget);
+                *p = merge_entries_knowing(std::mem::take(v), work, budget);
             }
         }
         _ => {}
@@ -322,9 +322,9 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     };
     match merge_check(&alts) {
         Ok(()) => rejoin(alts, false, changed),
-        Err(pair) => {
+        Err(work) => {
             *changed = true;
-            merge_entries_knowing(alts, pair, budget)
+            merge_entries_knowing(alts, work, budget)
         }
     }
 }
@@ -333,14 +333,39 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
 /// each one apart.
 #[cfg(test)]
 pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    merge_entries_knowing(alts, None, budget)
+    merge_entries_knowing(alts, Work::default(), budget)
 }
 
-/// [`merge_entries`], knowing (`pair`, from [`merge_check`]) that
-/// the alternatives `pair` and `pair + 1` have the same rest.
-pub(crate) fn merge_entries_knowing(alts: Vec<Pred>, mut pair: Option<usize>, budget: &mut usize) -> Pred {
+/// What [`merge_check`] found out about an `or` with something to merge.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// The alternatives before this one stay where they are, whole: none
+    /// joins an earlier guard, each is given back as it is.
+    done: usize,
+    /// The look-back over those alternatives.
+    look: LookBack,
+    /// Alternatives `pair` and `pair + 1` have the same rest (they start a
+    /// run of [`merge_same_rests`]).
+    pair: Option<usize>,
+}
+
+impl Work {
+    /// The pair with the same rest, if one was found.
+    #[cfg(test)]
+    pub(crate) fn pair(&self) -> Option<usize> {
+        self.pair
+    }
+}
+
+/// [`merge_entries`], knowing what [`merge_check`] found out (`work`).
+pub(crate) fn merge_entries_knowing(alts: Vec<Pred>, work: Work, budget: &mut usize) -> Pred {
+    let Work { done, mut look, mut pair } = work;
     let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
-    let mut look = LookBack::default();
+    let mut alts = alts.into_iter();
+    // (What the loop below does with them, their guards found already.)
+    for alt in alts.by_ref().take(done) {
+        out.push(if guard_of(&alt).is_some() { Entry::Whole(alt) } else { Entry::Plain(alt) });
+    }
     for alt in alts {
         // An alternative stays whole until another one joins its guard.
         let found = guard_of(&alt).map(|g| look.find(|k| out[k].guard(), g, eq_tests(g)));
@@ -403,12 +428,11 @@ pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
     merge_check(alts).is_ok()
 }
 
-/// [`nothing_to_merge`] as `Ok`; when there is something to merge,
-/// `Err(Some(i))` if it found that the alternatives `i` and `i + 1` would
-/// start a run of [`merge_same_rests`] (every alternative up to them
-/// stays where it is and is given back as it is by [`merge_entries`]),
-/// else `Err(None)`.
-pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
+/// [`nothing_to_merge`] as `Ok`; when there is something to merge, what it
+/// found out on the way ([`Work`]: how far every alternative stays where it
+/// is and is given back as it is by [`merge_entries`], and whether two of
+/// them start a run of [`merge_same_rests`]).
+pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Work> {
     // The guard and rest of the alternative before, if it could start a
     // run of `merge_same_rests`.
     let mut run: Option<(Tests<'_>, &[Pred])> = None;
@@ -418,7 +442,7 @@ pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
-                    return Err(None);
+                    return Err(Work { done: alts.len() - it.len() - 1, look, pair: None });
                 }
                 (&v[0], &v[1..])
             }
@@ -432,13 +456,14 @@ pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Option<usize>> {
         // The walk of `merge_alternatives` looking for a guard to join.
         let g_tests = eq_tests(g);
         match look.find(|k| guard_of(&alts[k]), g, g_tests) {
-            Ok(_) => return Err(None),
+            Ok(_) => return Err(Work { done: alts.len() - it.len() - 1, look, pair: None }),
             Err(same_as_last) => look.push(same_as_last),
         }
         if g_tests.is_some() && !rest.is_empty() {
             if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
-                // (The alternative before this one.)
-                return Err(Some(alts.len() - it.len() - 2));
+                // (This alternative and the one before it.)
+                let done = alts.len() - it.len();
+                return Err(Work { done, look, pair: Some(done - 2) });
             }
             run = Some((g_tests, rest));
         } else {

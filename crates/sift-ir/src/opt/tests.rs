@@ -470,11 +470,11 @@ fn nothing_to_merge_means_the_full_merge_changes_nothing() {
                 merged += 1;
                 // What the check found out (two alternatives with the same
                 // rest) changes nothing in the merge.
-                let Err(pair) = factor::merge_check(&alts) else { panic!("merge_check disagrees") };
-                paired += usize::from(pair.is_some());
+                let Err(work) = factor::merge_check(&alts) else { panic!("merge_check disagrees") };
+                paired += usize::from(work.pair().is_some());
                 let (mut b1, mut b2) = (budget, budget);
                 assert_eq!(
-                    factor::merge_entries_knowing(alts.clone(), pair, &mut b1),
+                    factor::merge_entries_knowing(alts.clone(), work, &mut b1),
                     factor::merge_entries(alts, &mut b2)
                 );
                 assert_eq!(b1, b2);
