@@ -741,13 +741,15 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
         Pred::And(w) => w.as_slice(),
         a => std::slice::from_ref(a),
     };
-    let mut known: Vec<&Pred> = before.iter().chain(a_ops).filter(|p| eq_tests(p).is_some()).collect();
     let mut out = Vec::with_capacity(rest.len());
-    for p in rest {
+    for (j, p) in rest.iter().enumerate() {
+        // What rules alternatives out: the operands before `p` ([`ruled_out`]
+        // looks only at the sets of equalities among them; an `or` pruned
+        // here is not one).
+        let known = || before.iter().chain(a_ops).chain(&rest[..j]);
         match p {
-            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, known.iter().copied())) => {
-                let mut kept: Vec<Pred> =
-                    alts.iter().filter(|x| !ruled_out(x, known.iter().copied())).cloned().collect();
+            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, known())) => {
+                let mut kept: Vec<Pred> = alts.iter().filter(|x| !ruled_out(x, known())).cloned().collect();
                 match kept.len() {
                     0 => {
                         // The `or` fails: nothing after it is evaluated.
@@ -758,12 +760,7 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
                     _ => out.push(Pred::Or(kept)),
                 }
             }
-            p => {
-                out.push(p.clone());
-                if eq_tests(p).is_some() {
-                    known.push(p);
-                }
-            }
+            p => out.push(p.clone()),
         }
     }
     out
