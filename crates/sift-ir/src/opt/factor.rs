@@ -490,46 +490,46 @@ fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
 ///
 /// `pair` (from [`merge_check`]): alternatives `pair` and `pair + 1` are
 /// known to have the same rest.
-fn merge_same_rests(alts: Vec<Pred>, pair: Option<usize>) -> Vec<Pred> {
+fn merge_same_rests(mut alts: Vec<Pred>, pair: Option<usize>) -> Vec<Pred> {
     let n = alts.len();
-    // The runs are found on the alternatives as they stand; only those in
-    // a run of two or more are taken apart.
-    let mut ends = Vec::new();
-    let mut i = 0;
+    // The runs are found on the alternatives as they stand (a run is
+    // looked for from `alts[i]` before anything from there on is touched);
+    // only those in a run of two or more are taken apart. The result is
+    // written over the alternatives already read (`w <= i`).
+    let (mut i, mut w) = (0, 0);
     while i < n {
         let j = run_end(&alts, i, pair);
-        if j > i + 1 {
-            ends.push((i, j));
-        }
-        i = j;
-    }
-    if ends.is_empty() && alts.iter().all(is_whole) {
-        return alts;
-    }
-    let mut out: Vec<Pred> = Vec::with_capacity(n);
-    let mut runs = ends.into_iter().peekable();
-    let mut alts = alts.into_iter().enumerate();
-    while let Some((i, alt)) = alts.next() {
-        let Some(&(_, end)) = runs.peek().filter(|(start, _)| *start == i) else {
-            out.push(match split_guard(alt) {
+        let merged = if j == i + 1 {
+            if is_whole(&alts[i]) {
+                alts.swap(w, i);
+                w += 1;
+                i = j;
+                continue;
+            }
+            match split_guard(std::mem::replace(&mut alts[i], Pred::True)) {
                 Ok((g, rest)) => and_with_guard(g, rest),
                 Err(p) => p,
-            });
-            continue;
-        };
-        runs.next();
-        // The first alternative's rest is kept, the others' are the same.
-        let Ok((first, rest)) = split_guard(alt) else { continue };
-        let mut guards = Vec::with_capacity(end - i);
-        guards.push(first);
-        for (_, alt) in alts.by_ref().take(end - i - 1) {
-            if let Ok((g, _)) = split_guard(alt) {
-                guards.push(g);
             }
-        }
-        out.push(and_with_guard(fold::or_vec(guards), rest));
+        } else {
+            // The first alternative's rest is kept, the others' are the same.
+            let mut guards = Vec::with_capacity(j - i);
+            let mut kept = Vec::new();
+            for (k, alt) in alts[i..j].iter_mut().enumerate() {
+                if let Ok((g, rest)) = split_guard(std::mem::replace(alt, Pred::True)) {
+                    guards.push(g);
+                    if k == 0 {
+                        kept = rest;
+                    }
+                }
+            }
+            and_with_guard(fold::or_vec(guards), kept)
+        };
+        alts[w] = merged;
+        w += 1;
+        i = j;
     }
-    out
+    alts.truncate(w);
+    alts
 }
 
 /// The guard of an alternative and the rest of its conjuncts, as
