@@ -204,28 +204,6 @@ fn disjoint(g: Option<(&Value, &[Pred])>, h: Option<(&Value, &[Pred])>) -> bool 
     }
 }
 
-/// One entry of a rebuilt `or`: a guard with the rests of the alternatives
-/// that start with it, or an alternative without a guard.
-enum Entry {
-    Guarded(Pred, Vec<Vec<Pred>>),
-    /// An alternative with a guard, whole (no other one joined it).
-    Whole(Pred),
-    /// An alternative without a guard.
-    Plain(Pred),
-}
-
-impl Entry {
-    fn guard(&self) -> Option<&Pred> {
-        match self {
-            Entry::Guarded(g, _) => Some(g),
-            // (Its guard was found when it was placed.)
-            Entry::Whole(Pred::And(v)) => v.first(),
-            Entry::Whole(g) => Some(g),
-            Entry::Plain(_) => None,
-        }
-    }
-}
-
 /// The [`eq_tests`] of a guard (if it has one).
 type Tests<'a> = Option<(&'a Value, &'a [Pred])>;
 
@@ -240,6 +218,8 @@ struct LookBack {
     len: usize,
     /// Bit `i`: guard `len - 1 - i` tests the same value as the one before.
     same: u64,
+    /// Bit `i`: alternative `len - 1 - i` has a guard.
+    guarded: u64,
 }
 
 impl LookBack {
@@ -302,15 +282,27 @@ impl LookBack {
     fn push(&mut self, same_as_last: bool) {
         self.len += 1;
         self.same = self.same << 1 | u64::from(same_as_last);
+        self.guarded = self.guarded << 1 | 1;
     }
-}
 
-/// A vector holding `x`, with room for more (what `push` would give it at
-/// the first push: one allocation instead of two and a copy).
-fn one_of_several<T>(x: T) -> Vec<T> {
-    let mut v = Vec::with_capacity(4);
-    v.push(x);
-    v
+    /// Records that an alternative without a guard was placed.
+    fn push_unguarded(&mut self) {
+        self.push(false);
+        self.guarded &= !1;
+    }
+
+    /// The guard of `p`, the alternative placed `k`-th (one of the last
+    /// [`MAX_MOVE`]), found when it was placed.
+    fn guard_of_placed<'a>(&self, k: usize, p: &'a Pred) -> Option<&'a Pred> {
+        let back = u32::try_from(self.len - 1 - k).unwrap_or(u32::MAX);
+        if self.guarded.checked_shr(back).unwrap_or(0) & 1 == 0 {
+            return None;
+        }
+        match p {
+            Pred::And(v) => v.first(),
+            g => Some(g),
+        }
+    }
 }
 
 /// Merges the alternatives of an `or` (see the module documentation),
@@ -358,62 +350,63 @@ impl Work {
 }
 
 /// [`merge_entries`], knowing what [`merge_check`] found out (`work`).
-pub(crate) fn merge_entries_knowing(alts: Vec<Pred>, work: Work, budget: &mut usize) -> Pred {
+pub(crate) fn merge_entries_knowing(mut alts: Vec<Pred>, work: Work, budget: &mut usize) -> Pred {
     let Work { done, mut look, mut pair } = work;
-    let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
-    let mut alts = alts.into_iter();
-    // (What the loop below does with them, their guards found already.)
-    for alt in alts.by_ref().take(done) {
-        out.push(if guard_of(&alt).is_some() { Entry::Whole(alt) } else { Entry::Plain(alt) });
-    }
-    for alt in alts {
-        // An alternative stays whole until another one joins its guard.
-        let found = guard_of(&alt).map(|g| look.find(|k| out[k].guard(), g, eq_tests(g)));
-        let k = match found {
-            Some(Ok(k)) => k,
-            Some(Err(same_as_last)) => {
-                out.push(Entry::Whole(alt));
-                look.push(same_as_last);
+    // The alternatives stay whole where they are (`alts[..w]`, the ones
+    // before `done` as `merge_check` left them); one that joins the guard
+    // of the `k`-th is taken out, its rest noted with `k` in `joined`.
+    let n = alts.len();
+    let mut w = done;
+    let mut joined: Vec<(usize, Vec<Pred>)> = Vec::new();
+    for i in done..n {
+        let found = guard_of(&alts[i]).map(|g| look.find(|k| look.guard_of_placed(k, &alts[k]), g, eq_tests(g)));
+        match found {
+            Some(Ok(k)) => {
+                if pair.is_some_and(|p| k <= p + 1) {
+                    // The pair's entries are no longer the alternatives.
+                    pair = None;
+                }
+                // The alternative moved before exclusive ones: fine.
+                joined.push((k, take_guard(std::mem::replace(&mut alts[i], Pred::True)).1));
                 continue;
             }
-            None => {
-                out.push(Entry::Plain(alt));
-                look.push(false);
-                continue;
+            Some(Err(same_as_last)) => look.push(same_as_last),
+            None => look.push_unguarded(),
+        }
+        // (`alts[w..i]` holds what is left of alternatives taken out.)
+        alts.swap(w, i);
+        w += 1;
+    }
+    alts.truncate(w);
+    // Each alternative joined by others becomes its guard and the `or` of
+    // the rests (its own first, then theirs in order).
+    if !joined.is_sorted_by_key(|j| j.0) {
+        // (Stable: a guard's rests stay in order.)
+        joined.sort_by_key(|j| j.0);
+    }
+    // `joined[at..]`: the rests of the alternatives not rebuilt yet.
+    let mut at = 0;
+    for (k, alt) in alts.iter_mut().enumerate() {
+        let end = at + joined[at..].iter().take_while(|j| j.0 == k).count();
+        let rebuilt = if end > at {
+            let (g, rest) = take_guard(std::mem::replace(alt, Pred::True));
+            let mut inner = Vec::with_capacity(1 + end - at);
+            inner.push(fold::and_vec(rest));
+            inner.extend(joined[at..end].iter_mut().map(|j| fold::and_vec(std::mem::take(&mut j.1))));
+            at = end;
+            let inner = merge_alternatives(inner, budget, &mut true);
+            fold::and([g, inner])
+        } else if is_whole(alt) {
+            continue;
+        } else {
+            match split_guard(std::mem::replace(alt, Pred::True)) {
+                Ok((g, rest)) => and_with_guard(g, rest),
+                Err(p) => p,
             }
         };
-        if pair.is_some_and(|i| k <= i + 1) {
-            // The pair's entries are no longer the alternatives.
-            pair = None;
-        }
-        if let Entry::Whole(p) = &mut out[k] {
-            let (g, rest) = take_guard(std::mem::replace(p, Pred::True));
-            out[k] = Entry::Guarded(g, one_of_several(rest));
-        }
-        if let Entry::Guarded(_, rests) = &mut out[k] {
-            rests.push(take_guard(alt).1);
-        }
-        // The alternative moved before exclusive ones: fine.
+        *alt = rebuilt;
     }
-    let rebuilt = out.into_iter().map(|e| match e {
-        Entry::Plain(p) => p,
-        Entry::Whole(p) if is_whole(&p) => p,
-        Entry::Whole(p) => match split_guard(p) {
-            Ok((g, rest)) => and_with_guard(g, rest),
-            Err(p) => p,
-        },
-        Entry::Guarded(g, mut rests) => {
-            if rests.len() == 1 {
-                let rest = rests.pop().unwrap_or_default();
-                and_with_guard(g, rest)
-            } else {
-                let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
-                let inner = merge_alternatives(inner, budget, &mut true);
-                fold::and([g, inner])
-            }
-        }
-    });
-    fold::or_vec(merge_same_rests(rebuilt.collect(), pair))
+    fold::or_vec(merge_same_rests(alts, pair))
 }
 
 /// Whether [`merge_alternatives`] would give the alternatives `alts` of a
@@ -449,7 +442,7 @@ pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Work> {
             p if is_guard(p) => (p, &[]),
             _ => {
                 run = None;
-                look.push(false);
+                look.push_unguarded();
                 continue;
             }
         };
