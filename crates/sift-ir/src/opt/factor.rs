@@ -61,20 +61,20 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, true) {
                 *p = distribute(std::mem::take(v), budget, changed);
-            } else if !nothing_to_distribute(v) {
+            } else if let Some(i) = first_distributable(v) {
                 // (What `distribute` does once `rejoin` gave the `and` back.)
-                *p = distribute_joined(std::mem::take(v), budget, changed);
+                *p = distribute_at(std::mem::take(v), i, None, budget, changed);
             }
         }
         Pred::Or(v) => {
             v.iter_mut().for_each(|q| factor_in_place(q, budget, changed));
             if needs_rejoin(v, false) {
                 *p = merge_alternatives(std::mem::take(v), budget, changed);
-            } else if !nothing_to_merge(v) {
+            } else if let Err(work) = merge_check(v) {
                 // (What `merge_alternatives` does once `rejoin` gave the `or`
                 // back.)
                 *changed = true;
-                *p = merge_entries(std::mem::take(v), budget);
+                *p = merge_entries_knowing(std::mem::take(v), work, budget);
             }
         }
         _ => {}
@@ -83,8 +83,15 @@ fn factor_in_place(p: &mut Pred, budget: &mut usize, changed: &mut bool) {
 
 /// Whether [`distribute`] would give the `and` of the operands `v` back as
 /// it is (no operand to flatten or drop, none to distribute over).
+#[cfg(test)]
 pub(crate) fn nothing_to_distribute(v: &[Pred]) -> bool {
-    !needs_rejoin(v, true) && !v[..v.len() - 1].iter().any(distributable)
+    !needs_rejoin(v, true) && first_distributable(v).is_none()
+}
+
+/// The first operand of the `and` of the operands `v`, other than the
+/// last, that distribution is over.
+fn first_distributable(v: &[Pred]) -> Option<usize> {
+    v[..v.len().saturating_sub(1)].iter().position(distributable)
 }
 
 /// Whether [`rejoin`] would not give the operands `v` of an `and`
@@ -130,7 +137,19 @@ fn split_guard(p: Pred) -> Result<(Pred, Vec<Pred>), Pred> {
     }
 }
 
+/// [`split_guard`] of a predicate known to have a guard ([`guard_of`]).
+fn take_guard(p: Pred) -> (Pred, Vec<Pred>) {
+    match p {
+        Pred::And(mut v) if !v.is_empty() => {
+            let g = v.remove(0);
+            (g, v)
+        }
+        p => (p, Vec::new()),
+    }
+}
+
 /// The guard of a predicate without taking it apart.
+#[inline]
 fn guard_of(p: &Pred) -> Option<&Pred> {
     match p {
         Pred::And(v) => v.first().filter(|g| is_guard(g)),
@@ -175,34 +194,13 @@ fn constant(t: &Pred) -> Option<u32> {
     }
 }
 
-/// Whether two guards are exclusive: at most one holds, and they abort
-/// together (the same value tested against disjoint sets of constants).
-fn exclusive(g: &Pred, h: &Pred) -> bool {
-    disjoint(eq_tests(g), eq_tests(h))
-}
-
-/// [`exclusive`] of two guards given by their [`eq_tests`] (a loop that
-/// compares one guard with many finds its tests once).
+/// Whether two guards given by their [`eq_tests`] are exclusive: at most
+/// one holds, and they abort together (the same value tested against
+/// disjoint sets of constants).
 fn disjoint(g: Option<(&Value, &[Pred])>, h: Option<(&Value, &[Pred])>) -> bool {
     match (g, h) {
         (Some((a, j)), Some((b, k))) => a == b && !constants(j).any(|x| constants(k).any(|y| y == x)),
         _ => false,
-    }
-}
-
-/// One entry of a rebuilt `or`: a guard with the rests of the alternatives
-/// that start with it, or an alternative without a guard.
-enum Entry {
-    Guarded(Pred, Vec<Vec<Pred>>),
-    Plain(Pred),
-}
-
-impl Entry {
-    fn guard(&self) -> Option<&Pred> {
-        match self {
-            Entry::Guarded(g, _) => Some(g),
-            Entry::Plain(p) => guard_of(p),
-        }
     }
 }
 
@@ -220,6 +218,8 @@ struct LookBack {
     len: usize,
     /// Bit `i`: guard `len - 1 - i` tests the same value as the one before.
     same: u64,
+    /// Bit `i`: alternative `len - 1 - i` has a guard.
+    guarded: u64,
 }
 
 impl LookBack {
@@ -282,15 +282,27 @@ impl LookBack {
     fn push(&mut self, same_as_last: bool) {
         self.len += 1;
         self.same = self.same << 1 | u64::from(same_as_last);
+        self.guarded = self.guarded << 1 | 1;
     }
-}
 
-/// A vector holding `x`, with room for more (what `push` would give it at
-/// the first push: one allocation instead of two and a copy).
-fn one_of_several<T>(x: T) -> Vec<T> {
-    let mut v = Vec::with_capacity(4);
-    v.push(x);
-    v
+    /// Records that an alternative without a guard was placed.
+    fn push_unguarded(&mut self) {
+        self.push(false);
+        self.guarded &= !1;
+    }
+
+    /// The guard of `p`, the alternative placed `k`-th (one of the last
+    /// [`MAX_MOVE`]), found when it was placed.
+    fn guard_of_placed<'a>(&self, k: usize, p: &'a Pred) -> Option<&'a Pred> {
+        let back = u32::try_from(self.len - 1 - k).unwrap_or(u32::MAX);
+        if self.guarded.checked_shr(back).unwrap_or(0) & 1 == 0 {
+            return None;
+        }
+        match p {
+            Pred::And(v) => v.first(),
+            g => Some(g),
+        }
+    }
 }
 
 /// Merges the alternatives of an `or` (see the module documentation),
@@ -300,54 +312,101 @@ fn merge_alternatives(alts: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
         Pred::Or(v) => v,
         p => return p,
     };
-    if nothing_to_merge(&alts) {
-        return rejoin(alts, false, changed);
+    match merge_check(&alts) {
+        Ok(()) => rejoin(alts, false, changed),
+        Err(work) => {
+            *changed = true;
+            merge_entries_knowing(alts, work, budget)
+        }
     }
-    *changed = true;
-    merge_entries(alts, budget)
 }
 
 /// [`merge_alternatives`] of the alternatives of a flattened `or`, taking
 /// each one apart.
+#[cfg(test)]
 pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
-    let mut out: Vec<Entry> = Vec::with_capacity(alts.len());
-    let mut look = LookBack::default();
-    for alt in alts {
-        let (g, rest) = match split_guard(alt) {
-            Ok(x) => x,
-            Err(p) => {
-                out.push(Entry::Plain(p));
-                look.push(false);
-                continue;
-            }
-        };
-        match look.find(|k| out[k].guard(), &g, eq_tests(&g)) {
-            Ok(k) => {
-                if let Entry::Guarded(_, rests) = &mut out[k] {
-                    rests.push(rest);
+    merge_entries_knowing(alts, Work::default(), budget)
+}
+
+/// What [`merge_check`] found out about an `or` with something to merge.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// The alternatives before this one stay where they are, whole: none
+    /// joins an earlier guard, each is given back as it is.
+    done: usize,
+    /// The look-back over those alternatives.
+    look: LookBack,
+    /// Alternatives `pair` and `pair + 1` have the same rest (they start a
+    /// run of [`merge_same_rests`]).
+    pair: Option<usize>,
+}
+
+impl Work {
+    /// The pair with the same rest, if one was found.
+    #[cfg(test)]
+    pub(crate) fn pair(&self) -> Option<usize> {
+        self.pair
+    }
+}
+
+/// [`merge_entries`], knowing what [`merge_check`] found out (`work`).
+pub(crate) fn merge_entries_knowing(mut alts: Vec<Pred>, work: Work, budget: &mut usize) -> Pred {
+    let Work { done, mut look, mut pair } = work;
+    // The alternatives stay whole where they are (`alts[..w]`, the ones
+    // before `done` as `merge_check` left them); one that joins the guard
+    // of the `k`-th is taken out, its rest noted with `k` in `joined`.
+    let n = alts.len();
+    let mut w = done;
+    let mut joined: Vec<(usize, Vec<Pred>)> = Vec::new();
+    for i in done..n {
+        let found = guard_of(&alts[i]).map(|g| look.find(|k| look.guard_of_placed(k, &alts[k]), g, eq_tests(g)));
+        match found {
+            Some(Ok(k)) => {
+                if pair.is_some_and(|p| k <= p + 1) {
+                    // The pair's entries are no longer the alternatives.
+                    pair = None;
                 }
                 // The alternative moved before exclusive ones: fine.
+                joined.push((k, take_guard(std::mem::replace(&mut alts[i], Pred::True)).1));
+                continue;
             }
-            Err(same_as_last) => {
-                out.push(Entry::Guarded(g, one_of_several(rest)));
-                look.push(same_as_last);
-            }
+            Some(Err(same_as_last)) => look.push(same_as_last),
+            None => look.push_unguarded(),
         }
+        // (`alts[w..i]` holds what is left of alternatives taken out.)
+        alts.swap(w, i);
+        w += 1;
     }
-    let rebuilt = out.into_iter().map(|e| match e {
-        Entry::Plain(p) => p,
-        Entry::Guarded(g, mut rests) => {
-            if rests.len() == 1 {
-                let rest = rests.pop().unwrap_or_default();
-                and_with_guard(g, rest)
-            } else {
-                let inner: Vec<Pred> = rests.into_iter().map(fold::and_vec).collect();
-                let inner = merge_alternatives(inner, budget, &mut true);
-                fold::and([g, inner])
+    alts.truncate(w);
+    // Each alternative joined by others becomes its guard and the `or` of
+    // the rests (its own first, then theirs in order).
+    if !joined.is_sorted_by_key(|j| j.0) {
+        // (Stable: a guard's rests stay in order.)
+        joined.sort_by_key(|j| j.0);
+    }
+    // `joined[at..]`: the rests of the alternatives not rebuilt yet.
+    let mut at = 0;
+    for (k, alt) in alts.iter_mut().enumerate() {
+        let end = at + joined[at..].iter().take_while(|j| j.0 == k).count();
+        let rebuilt = if end > at {
+            let (g, rest) = take_guard(std::mem::replace(alt, Pred::True));
+            let mut inner = Vec::with_capacity(1 + end - at);
+            inner.push(fold::and_vec(rest));
+            inner.extend(joined[at..end].iter_mut().map(|j| fold::and_vec(std::mem::take(&mut j.1))));
+            at = end;
+            let inner = merge_alternatives(inner, budget, &mut true);
+            fold::and([g, inner])
+        } else if is_whole(alt) {
+            continue;
+        } else {
+            match split_guard(std::mem::replace(alt, Pred::True)) {
+                Ok((g, rest)) => and_with_guard(g, rest),
+                Err(p) => p,
             }
-        }
-    });
-    fold::or_vec(merge_same_rests(rebuilt.collect()))
+        };
+        *alt = rebuilt;
+    }
+    fold::or_vec(merge_same_rests(alts, pair))
 }
 
 /// Whether [`merge_alternatives`] would give the alternatives `alts` of a
@@ -357,42 +416,54 @@ pub(crate) fn merge_entries(alts: Vec<Pred>, budget: &mut usize) -> Pred {
 /// putting each one back together after splitting off its guard gives it
 /// back (an `and` of at least two operands, none of which [`fold::and_vec`]
 /// would flatten or drop).
+#[cfg(test)]
 pub(crate) fn nothing_to_merge(alts: &[Pred]) -> bool {
+    merge_check(alts).is_ok()
+}
+
+/// [`nothing_to_merge`] as `Ok`; when there is something to merge, what it
+/// found out on the way ([`Work`]: how far every alternative stays where it
+/// is and is given back as it is by [`merge_entries`], and whether two of
+/// them start a run of [`merge_same_rests`]).
+pub(crate) fn merge_check(alts: &[Pred]) -> Result<(), Work> {
     // The guard and rest of the alternative before, if it could start a
     // run of `merge_same_rests`.
     let mut run: Option<(Tests<'_>, &[Pred])> = None;
     let mut look = LookBack::default();
-    for alt in alts {
+    let mut it = alts.iter();
+    while let Some(alt) = it.next() {
         let (g, rest): (&Pred, &[Pred]) = match alt {
             Pred::And(v) if v.first().is_some_and(is_guard) => {
                 if v.len() < 2 || v.iter().any(|p| fold::needs_work(p, true)) {
-                    return false;
+                    return Err(Work { done: alts.len() - it.len() - 1, look, pair: None });
                 }
                 (&v[0], &v[1..])
             }
             p if is_guard(p) => (p, &[]),
             _ => {
                 run = None;
-                look.push(false);
+                look.push_unguarded();
                 continue;
             }
         };
         // The walk of `merge_alternatives` looking for a guard to join.
         let g_tests = eq_tests(g);
         match look.find(|k| guard_of(&alts[k]), g, g_tests) {
-            Ok(_) => return false,
+            Ok(_) => return Err(Work { done: alts.len() - it.len() - 1, look, pair: None }),
             Err(same_as_last) => look.push(same_as_last),
         }
         if g_tests.is_some() && !rest.is_empty() {
             if run.is_some_and(|(h, r)| disjoint(h, g_tests) && r == rest) {
-                return false;
+                // (This alternative and the one before it.)
+                let done = alts.len() - it.len();
+                return Err(Work { done, look, pair: Some(done - 2) });
             }
             run = Some((g_tests, rest));
         } else {
             run = None;
         }
     }
-    true
+    Ok(())
 }
 
 /// `and(g, rest...)`, reusing `rest`'s vector (split off an `and`, it has
@@ -409,74 +480,167 @@ fn and_with_guard(g: Pred, mut rest: Vec<Pred>) -> Pred {
 /// `or(and(g1, r), and(g2, r))` ≡ `and(or(g1, g2), r)` when `g1`, `g2` are
 /// exclusive: once `g1` holds, `g2` fails without aborting, so the second
 /// `r` is never evaluated on the left either.
-fn merge_same_rests(alts: Vec<Pred>) -> Vec<Pred> {
-    let mut out: Vec<Pred> = Vec::with_capacity(alts.len());
-    // The run being built: its guards and their common rest.
-    let mut run: Option<(Vec<Pred>, Vec<Pred>)> = None;
-    let flush = |run: &mut Option<(Vec<Pred>, Vec<Pred>)>, out: &mut Vec<Pred>| {
-        if let Some((mut guards, rest)) = run.take() {
-            let g = if guards.len() == 1 { guards.pop().unwrap_or(Pred::True) } else { fold::or_vec(guards) };
-            out.push(and_with_guard(g, rest));
-        }
-    };
-    for alt in alts {
-        let (g, rest) = match split_guard(alt) {
-            Ok((g, rest)) if eq_tests(&g).is_some() && !rest.is_empty() => (g, rest),
-            Ok((g, rest)) => {
-                flush(&mut run, &mut out);
-                out.push(and_with_guard(g, rest));
+///
+/// `pair` (from [`merge_check`]): alternatives `pair` and `pair + 1` are
+/// known to have the same rest.
+fn merge_same_rests(mut alts: Vec<Pred>, pair: Option<usize>) -> Vec<Pred> {
+    let n = alts.len();
+    // The runs are found on the alternatives as they stand (a run is
+    // looked for from `alts[i]` before anything from there on is touched);
+    // only those in a run of two or more are taken apart. The result is
+    // written over the alternatives already read (`w <= i`).
+    let (mut i, mut w) = (0, 0);
+    while i < n {
+        let j = run_end(&alts, i, pair);
+        let merged = if j == i + 1 {
+            if is_whole(&alts[i]) {
+                alts.swap(w, i);
+                w += 1;
+                i = j;
                 continue;
             }
-            Err(p) => {
-                flush(&mut run, &mut out);
-                out.push(p);
-                continue;
+            match split_guard(std::mem::replace(&mut alts[i], Pred::True)) {
+                Ok((g, rest)) => and_with_guard(g, rest),
+                Err(p) => p,
             }
+        } else {
+            // The first alternative's rest is kept, the others' are the same.
+            let mut guards = Vec::with_capacity(j - i);
+            let mut kept = Vec::new();
+            for (k, alt) in alts[i..j].iter_mut().enumerate() {
+                if let Ok((g, rest)) = split_guard(std::mem::replace(alt, Pred::True)) {
+                    guards.push(g);
+                    if k == 0 {
+                        kept = rest;
+                    }
+                }
+            }
+            and_with_guard(fold::or_vec(guards), kept)
         };
-        if let Some((guards, r)) = &mut run {
-            if *r == rest && guards.iter().all(|h| exclusive(h, &g)) {
-                guards.push(g);
-                continue;
-            }
-        }
-        flush(&mut run, &mut out);
-        run = Some((one_of_several(g), rest));
+        alts[w] = merged;
+        w += 1;
+        i = j;
     }
-    flush(&mut run, &mut out);
-    out
+    alts.truncate(w);
+    alts
+}
+
+/// The guard of an alternative and the rest of its conjuncts, as
+/// [`split_guard`] would take them apart.
+fn guard_and_rest(p: &Pred) -> Option<(&Pred, &[Pred])> {
+    match p {
+        Pred::And(v) if v.first().is_some_and(is_guard) => Some((&v[0], &v[1..])),
+        p if is_guard(p) => Some((p, &[])),
+        _ => None,
+    }
+}
+
+/// Whether taking the alternative `p` apart with [`split_guard`] and
+/// putting it back together with [`and_with_guard`] gives `p` back.
+fn is_whole(p: &Pred) -> bool {
+    match p {
+        Pred::And(v) if v.first().is_some_and(is_guard) => {
+            v.len() >= 2 && !v.iter().any(|q| fold::needs_work(q, true))
+        }
+        _ => true,
+    }
+}
+
+/// The end of the run of [`merge_same_rests`] that starts at `alts[i]`:
+/// the alternatives after it with the same (non-empty) rest whose guards
+/// are sets of equalities exclusive with all the guards before them in the
+/// run. (`pair` as in [`merge_same_rests`].)
+fn run_end(alts: &[Pred], i: usize, pair: Option<usize>) -> usize {
+    let run_key = |p| match guard_and_rest(p) {
+        Some((g, rest)) if !rest.is_empty() => eq_tests(g).map(|t| (t, rest)),
+        _ => None,
+    };
+    let Some((_, rest)) = run_key(&alts[i]) else { return i + 1 };
+    let mut j = i + 1;
+    while let Some((t, r)) = alts.get(j).and_then(run_key) {
+        let joins = (pair == Some(i) && j == i + 1 || r == rest)
+            && alts[i..j].iter().all(|h| guard_and_rest(h).is_some_and(|(h, _)| disjoint(eq_tests(h), Some(t))));
+        if !joins {
+            break;
+        }
+        j += 1;
+    }
+    j
 }
 
 /// Whether the alternatives of an `or` start with pairwise exclusive tests.
 fn exclusive_alternatives(alts: &[Pred]) -> bool {
     let mut value: Option<&Value> = None;
     // The constants of the alternatives before.
-    let mut seen: Vec<u32> = Vec::new();
+    let mut seen = SeenConstants::default();
     for a in alts {
         let Some((v, ts)) = guard_of(a).and_then(eq_tests) else { return false };
-        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(&k)) {
+        if value.is_some_and(|x| x != v) || constants(ts).any(|k| seen.contains(k)) {
             return false;
         }
         value = Some(v);
-        seen.extend(constants(ts));
+        constants(ts).for_each(|k| seen.push(k));
     }
     alts.len() >= 2
+}
+
+/// A set of constants kept in a small array, and in a vector only past
+/// its room (most `or`s have a few alternatives: no allocation).
+#[derive(Default)]
+struct SeenConstants {
+    first: [u32; 16],
+    len: usize,
+    more: Vec<u32>,
+}
+
+impl SeenConstants {
+    fn contains(&self, k: u32) -> bool {
+        self.first[..self.len.min(self.first.len())].contains(&k) || self.more.contains(&k)
+    }
+
+    fn push(&mut self, k: u32) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = k,
+            None => self.more.push(k),
+        }
+        self.len += 1;
+    }
 }
 
 /// Distributes an `and` over the first `or` operand it can, setting
 /// `changed` unless the `and` stays as it was.
 pub(crate) fn distribute(v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
     match rejoin(v, true, changed) {
-        Pred::And(v) => distribute_joined(v, budget, changed),
+        Pred::And(v) => distribute_joined(v, None, budget, changed),
         p => p,
     }
 }
 
 /// [`distribute`] of the operands of an `and` already joined by
-/// [`fold::and_vec`].
-fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -> Pred {
-    let Some(i) = (0..v.len().saturating_sub(1)).find(|&i| distributable(&v[i])) else {
-        return Pred::And(v);
-    };
+/// [`fold::and_vec`]; `tail`, when known, is the number of operands at the
+/// end of `v` and their total [`size`] (the rest moved into the last
+/// alternative of an outer distribution, whose size was computed there).
+fn distribute_joined(
+    v: Vec<Pred>,
+    tail: Option<(usize, usize)>,
+    budget: &mut usize,
+    changed: &mut bool,
+) -> Pred {
+    match first_distributable(&v) {
+        Some(i) => distribute_at(v, i, tail, budget, changed),
+        None => Pred::And(v),
+    }
+}
+
+/// [`distribute_joined`] over the operand `v[i]`, its
+/// [`first_distributable`].
+fn distribute_at(
+    mut v: Vec<Pred>,
+    i: usize,
+    tail: Option<(usize, usize)>,
+    budget: &mut usize,
+    changed: &mut bool,
+) -> Pred {
     // Alternatives an earlier operand rules out are not copied into.
     let (before, from) = v.split_at_mut(i);
     if let Pred::Or(alts) = &mut from[0] {
@@ -486,7 +650,7 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
                 // One alternative left joins the `and`; none: the `or` fails.
                 v[i] = alts.pop().unwrap_or(Pred::False);
                 return match fold::and_vec(v) {
-                    Pred::And(v) => distribute_joined(v, budget, changed),
+                    Pred::And(v) => distribute_joined(v, None, budget, changed),
                     p => p,
                 };
             }
@@ -497,7 +661,11 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
         Pred::Or(alts) => alts.len() - 1,
         _ => 0,
     };
-    let cost = rest.iter().map(size).sum::<usize>() * copies;
+    let rest_size = match tail {
+        Some((len, n)) if len == rest.len() => n,
+        _ => rest.iter().map(size).sum::<usize>(),
+    };
+    let cost = rest_size * copies;
     if cost > *budget {
         v.extend(rest);
         return Pred::And(v);
@@ -517,12 +685,19 @@ fn distribute_joined(mut v: Vec<Pred>, budget: &mut usize, changed: &mut bool) -
     let mut new_alts = Vec::with_capacity(n);
     let mut rest = Some(rest);
     for (j, a) in alts.into_iter().enumerate() {
-        let r = match &rest {
-            Some(r) if j + 1 < n => copy_pruned(&v, &a, r),
-            _ => rest.take().unwrap_or_default(),
+        let (r, tail) = match &rest {
+            Some(r) if j + 1 < n => (copy_pruned(&v, &a, r), None),
+            _ => {
+                let r = rest.take().unwrap_or_default();
+                // The moved rest ends the joined `and` as it is when `a` is
+                // not a constant and no operand of `r` needs work.
+                let intact = !matches!(a, Pred::True | Pred::False) && !r.iter().any(|p| fold::needs_work(p, true));
+                let tail = intact.then_some((r.len(), rest_size));
+                (r, tail)
+            }
         };
         new_alts.push(match fold::and(std::iter::once(a).chain(r)) {
-            Pred::And(v) => distribute_joined(v, budget, changed),
+            Pred::And(v) => distribute_joined(v, tail, budget, changed),
             p => p,
         });
     }
@@ -559,13 +734,15 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
         Pred::And(w) => w.as_slice(),
         a => std::slice::from_ref(a),
     };
-    let mut known: Vec<&Pred> = before.iter().chain(a_ops).filter(|p| eq_tests(p).is_some()).collect();
     let mut out = Vec::with_capacity(rest.len());
-    for p in rest {
+    for (j, p) in rest.iter().enumerate() {
+        // What rules alternatives out: the operands before `p` ([`ruled_out`]
+        // looks only at the sets of equalities among them; an `or` pruned
+        // here is not one).
+        let known = || before.iter().chain(a_ops).chain(&rest[..j]);
         match p {
-            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, known.iter().copied())) => {
-                let mut kept: Vec<Pred> =
-                    alts.iter().filter(|x| !ruled_out(x, known.iter().copied())).cloned().collect();
+            Pred::Or(alts) if distributable(p) && alts.iter().any(|x| ruled_out(x, known())) => {
+                let mut kept: Vec<Pred> = alts.iter().filter(|x| !ruled_out(x, known())).cloned().collect();
                 match kept.len() {
                     0 => {
                         // The `or` fails: nothing after it is evaluated.
@@ -576,12 +753,7 @@ fn copy_pruned(before: &[Pred], a: &Pred, rest: &[Pred]) -> Vec<Pred> {
                     _ => out.push(Pred::Or(kept)),
                 }
             }
-            p => {
-                out.push(p.clone());
-                if eq_tests(p).is_some() {
-                    known.push(p);
-                }
-            }
+            p => out.push(p.clone()),
         }
     }
     out

@@ -127,17 +127,25 @@ thread_local! {
 
 impl Env {
     /// An empty `Env`, with the room a previous pass on this thread left.
-    fn take() -> Box<Env> {
+    ///
+    /// With `keep_numbers`, the values the last pass on this thread
+    /// numbered keep their numbers (the second pass of one optimization
+    /// meets mostly the same values: no new copies of them). A pass ends
+    /// with everything it recorded undone, so their slots are empty.
+    #[inline]
+    fn take(keep_numbers: bool) -> Box<Env> {
         let mut env = SPARE_ENV.try_with(Cell::take).ok().flatten().unwrap_or_default();
-        // The slots stay, emptied, for the values numbered next: those of
-        // the last pass's values (the ones after them were never used or
-        // are empty already).
-        let used = env.done.len();
-        env.facts.iter_mut().take(used).for_each(Vec::clear);
+        if !keep_numbers {
+            // The slots stay, emptied, for the values numbered next: those
+            // of the last pass's values (the ones after them were never
+            // used or are empty already).
+            let used = env.done.len();
+            env.facts.iter_mut().take(used).for_each(Vec::clear);
+            env.ids.clear();
+            env.done.clear();
+        }
         env.len = 0;
         env.changed = false;
-        env.ids.clear();
-        env.done.clear();
         env.log.clear();
         env.known.clear();
         env.sets.clear();
@@ -415,9 +423,20 @@ pub fn simplify(p: Pred) -> Pred {
 
 /// [`simplify`], setting `changed` when the result may differ from `p` (it
 /// is left alone only when the result is certainly `p` itself).
-pub(crate) fn simplify_noting(mut p: Pred, changed: &mut bool) -> Pred {
-    let mut env = Env::take();
+pub(crate) fn simplify_noting(p: Pred, changed: &mut bool) -> Pred {
+    simplify_numbered(p, false, changed)
+}
+
+/// [`simplify_noting`]; with `again`, the values the last pass on this
+/// thread numbered keep their numbers (for the second pass of one
+/// optimization; the numbers do not change what the pass does).
+#[inline]
+pub(crate) fn simplify_numbered(mut p: Pred, again: bool, changed: &mut bool) -> Pred {
+    let mut env = Env::take(again);
     simp(&mut p, &mut env, Ctx::AbortIsFalse);
+    // Everything recorded was undone on the way back up (the next pass
+    // may keep the numbers: their slots must be empty).
+    debug_assert!(env.log.is_empty() && env.len == 0);
     *changed |= env.changed;
     env.give_back();
     p
@@ -487,6 +506,16 @@ fn group_by_value(ps: &mut [Pred]) -> bool {
     static OTHER: Value = Value::Const(0);
     fn key(p: &Pred) -> &Value {
         simple_lhs(p).unwrap_or(&OTHER)
+    }
+    // Grouped already when each operand tests the value of the one before
+    // it or one not tested before (checked without allocating: the common
+    // case).
+    let new_or_same = |i: usize| {
+        let k = key(&ps[i]);
+        i == 0 || key(&ps[i - 1]) == k || !ps[..i - 1].iter().any(|q| key(q) == k)
+    };
+    if (0..ps.len()).all(new_or_same) {
+        return false;
     }
     // The group of each operand: the position of its group's first operand
     // among the first operands (no copy of the values).
@@ -563,7 +592,11 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
                 break;
             }
             _ => {
-                env.assume(&v[j], unit, s.lhs);
+                // What the last operand establishes would only be undone
+                // below: nothing after it on this path is simplified here.
+                if i + 1 < n {
+                    env.assume(&v[j], unit, s.lhs);
+                }
                 let flattened = match &mut v[j] {
                     Pred::And(w) if is_and => Some(std::mem::take(w)),
                     Pred::Or(w) if !is_and => Some(std::mem::take(w)),

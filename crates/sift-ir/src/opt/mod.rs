@@ -119,7 +119,7 @@ fn run(folded: Pred, size: usize, opts: &OptOptions, mut seen: Option<Seen<'_>>)
             break;
         }
         if opts.facts {
-            cur = facts::simplify_noting(cur, &mut simplified);
+            cur = facts::simplify_numbered(cur, round > 0, &mut simplified);
             seen("facts", &cur);
         }
         // The second round is for what path facts exposed (common first
