@@ -159,8 +159,8 @@ struct ScratchGuard {
 
 impl ScratchGuard {
     fn new(prog: &[Insn]) -> ScratchGuard {
-        let reads = prog.iter().any(|i| i.code == op::LD | op::MEM || i.code == op::LDX | op::MEM);
-        ScratchGuard { on: reads && crate::validate::check_scratch(prog).is_ok(), saved: Vec::new() }
+        let on = crate::validate::reads_scratch(prog) && crate::validate::check_scratch(prog).is_ok();
+        ScratchGuard { on, saved: Vec::new() }
     }
 
     /// Runs `step` (`f`) through `steps` (see [`Steps::run`]). A step after

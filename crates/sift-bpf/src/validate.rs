@@ -213,13 +213,19 @@ pub fn validate(prog: &[Insn]) -> Result<(), ValidateError> {
     check_scratch(prog)
 }
 
+/// Does the program read scratch memory (`ld M[k]`, `ldx M[k]`)? Only such
+/// a program can fail [`check_scratch`].
+pub(crate) fn reads_scratch(prog: &[Insn]) -> bool {
+    prog.iter().any(|i| i.code == op::LD | op::MEM || i.code == op::LDX | op::MEM)
+}
+
 /// The kernel's `check_load_and_stores()`: one pass in program order, with
 /// the set of written scratch words flowing both along jumps and into the
 /// next instruction. Jump targets are known to be in range.
 pub(crate) fn check_scratch(prog: &[Insn]) -> Result<(), ValidateError> {
     use op::*;
     // Only scratch loads can fail the check.
-    if !prog.iter().any(|i| i.code == LD | MEM || i.code == LDX | MEM) {
+    if !reads_scratch(prog) {
         return Ok(());
     }
     let mut masks = vec![u16::MAX; prog.len()];

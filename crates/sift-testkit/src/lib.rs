@@ -34,3 +34,22 @@ pub use rng::Rng;
 /// The link type the packet generators take (re-exported so that tests
 /// need not depend on sift-ir to name it).
 pub use sift_ir::LinkType;
+
+/// A number from the environment variable `name` (decimal or `0x` hex,
+/// `_` separators allowed), or `default` when it is not set: how the long
+/// test campaigns are sized from the command line (`SIFT_DIFF_SEED`,
+/// `SIFT_PIPELINE_PER_LINKTYPE`, ...). Panics on a value that is not a
+/// number.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Err(_) => default,
+        Ok(v) => {
+            let v = v.trim().replace('_', "");
+            let parsed = match v.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            };
+            parsed.unwrap_or_else(|e| panic!("{name}={v:?}: not a number ({e})"))
+        }
+    }
+}

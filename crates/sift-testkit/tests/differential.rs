@@ -11,26 +11,11 @@
 //! `SIFT_DIFF_EXPRESSIONS=100000 cargo test --release --locked -p
 //! sift-testkit --test differential -- --nocapture`.
 
-use sift_testkit::diff;
+use sift_testkit::{diff, env_number};
 
 const SEED: u64 = 0x5157_2024;
 const EXPRESSIONS: usize = 20_000;
 const PACKETS: usize = 200;
-
-/// A number from the environment (decimal or `0x` hex), or `default`.
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Err(_) => default,
-        Ok(v) => {
-            let v = v.trim().replace('_', "");
-            let parsed = match v.strip_prefix("0x") {
-                Some(hex) => u64::from_str_radix(hex, 16),
-                None => v.parse(),
-            };
-            parsed.unwrap_or_else(|e| panic!("{name}={v:?}: not a number ({e})"))
-        }
-    }
-}
 
 #[test]
 fn differential() {

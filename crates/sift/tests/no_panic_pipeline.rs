@@ -13,7 +13,7 @@ mod input;
 #[path = "../../../fuzz/checks/pipeline.rs"]
 mod pipeline;
 
-use sift_testkit::{exprs, Rng};
+use sift_testkit::{env_number, exprs, Rng};
 
 const EXPRESSIONS: &str = include_str!("../../sift-cli/tests/corpus/expressions.txt");
 
@@ -21,13 +21,9 @@ fn corpus() -> Vec<&'static str> {
     EXPRESSIONS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
 }
 
-/// A number from the environment, or `default` (for longer runs:
+/// Sized from the environment for longer runs:
 /// `SIFT_PIPELINE_SEED=7 SIFT_PIPELINE_PER_LINKTYPE=20000 cargo test
-/// --release --locked -p sift --test no_panic_pipeline random`).
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name).map_or(default, |v| v.trim().parse().unwrap_or_else(|e| panic!("{name}={v:?}: {e}")))
-}
-
+/// --release --locked -p sift --test no_panic_pipeline random`.
 #[test]
 fn random_expressions_every_linktype() {
     let mut rng = Rng::new(env_number("SIFT_PIPELINE_SEED", 0x91be_0001));
