@@ -26,7 +26,8 @@ use std::hint::black_box;
 
 use sift_bench::bench::{one_sample, warm_up, Clock, SampleOptions};
 use sift_bench::engines::{Runner, Setup, ENGINES};
-use sift_bench::{standard_filters, workload_for, Packet};
+use sift::PacketRef;
+use sift_bench::{standard_filters, workload_for};
 
 /// Reads byte 12 of each packet (none of a shorter one), and byte 37 too
 /// if `BYTE_37`, folding the bytes into one value used once at the end: no
@@ -54,8 +55,8 @@ impl<const BYTE_37: bool> Runner for ReadBytes<BYTE_37> {
         true
     }
 
-    fn count(&self, packets: &[Packet]) -> u64 {
-        black_box(packets.iter().fold(0u8, |acc, p| acc ^ Self::bytes(&p.data)));
+    fn count(&self, packets: &[PacketRef<'_>]) -> u64 {
+        black_box(packets.iter().fold(0u8, |acc, p| acc ^ Self::bytes(p.data())));
         packets.len() as u64
     }
 }
@@ -92,6 +93,7 @@ fn main() -> Result<(), String> {
         );
         let setup = Setup::for_capture(w.linktype, w.snaplen);
         let (mut achieved, mut ceilings) = (Vec::new(), Vec::new());
+        let refs = w.packet_refs();
         for f in standard_filters().iter().filter(|f| !f.expr.trim().is_empty()) {
             let built = |e: sift_bench::engines::EngineSpec| {
                 (e.build)(f, &setup)?.map(|b| b.runner).ok_or(format!("{} does not compile {}", e.name, f.name))
@@ -100,12 +102,12 @@ fn main() -> Result<(), String> {
                 Ok(l) => vec![l, built(jit)?, Box::new(ReadBytes::<false>), Box::new(ReadBytes::<true>)],
                 Err(e) => return Err(format!("{e} (is libpcap installed?)")),
             };
-            let warm: Vec<(u64, u64)> = runners.iter().map(|r| warm_up(r.as_ref(), &w.packets, &opts)).collect();
+            let warm: Vec<(u64, u64)> = runners.iter().map(|r| warm_up(r.as_ref(), &refs, &opts)).collect();
             let mut ns: Vec<Vec<f64>> = vec![Vec::new(); runners.len()];
             for _ in 0..samples.max(1) {
                 for (i, r) in runners.iter().enumerate() {
                     let (matches, passes) = warm[i];
-                    let t = one_sample(r.as_ref(), &w.packets, passes, matches, opts.clock)?;
+                    let t = one_sample(r.as_ref(), &refs, passes, matches, opts.clock)?;
                     ns[i].push(t as f64 / (passes as f64 * w.packets.len() as f64));
                 }
             }

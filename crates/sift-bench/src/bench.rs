@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::engines::{self, elapsed_ns, EngineSpec, Runner, Setup};
 use crate::filters::FilterSpec;
 use crate::gen::{generate, Kind, Packet, GEN_SNAPLEN, LINKTYPE_ETHERNET};
+use sift::PacketRef;
 
 /// A capture held in memory.
 #[derive(Clone, Debug)]
@@ -58,6 +59,14 @@ impl Workload {
             snaplen: cap.snaplen(),
             packets,
         })
+    }
+
+    /// The packets as every engine is handed them: one slice of
+    /// [`PacketRef`]s (captured bytes and wire length, 24 bytes each), as
+    /// a zero-copy capture reader would give them; sift's batch entry point
+    /// for them (`Filter::count_packets`) walks the slice in place.
+    pub fn packet_refs(&self) -> Vec<PacketRef<'_>> {
+        self.packets.iter().map(|p| PacketRef::new(&p.data, p.wire_len)).collect()
     }
 
     /// Total captured bytes.
@@ -173,7 +182,7 @@ pub struct Measurement {
 
 /// One warm-up pass: the match count and how many whole passes make a
 /// sample of at least `opts.min_sample_ns`.
-pub fn warm_up(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) -> (u64, u64) {
+pub fn warm_up(runner: &dyn Runner, packets: &[PacketRef<'_>], opts: &SampleOptions) -> (u64, u64) {
     let t = Instant::now();
     let matches = runner.count(black_box(packets));
     // Wall time on purpose: a pass is never shorter on the CPU clock.
@@ -185,7 +194,7 @@ pub fn warm_up(runner: &dyn Runner, packets: &[Packet], opts: &SampleOptions) ->
 /// pass's count differs from `matches`.
 pub fn one_sample(
     runner: &dyn Runner,
-    packets: &[Packet],
+    packets: &[PacketRef<'_>],
     passes: u64,
     matches: u64,
     clock: Clock,
@@ -206,7 +215,7 @@ pub fn one_sample(
 /// elapsed nanoseconds) after one warm-up pass.
 pub fn sample(
     runner: &dyn Runner,
-    packets: &[Packet],
+    packets: &[PacketRef<'_>],
     opts: &SampleOptions,
 ) -> Result<(u64, u64, Vec<u64>), String> {
     let (matches, passes) = warm_up(runner, packets, opts);
@@ -283,7 +292,8 @@ pub fn bench_filter(
             runners.push((e.name, b));
         }
     }
-    let packets = &workload.packets;
+    let refs = workload.packet_refs();
+    let packets = &refs[..];
     let warm: Vec<(u64, u64)> = runners
         .iter()
         .map(|r| warm_up(r.1.runner.as_ref(), packets, opts))
@@ -370,7 +380,7 @@ mod tests {
         fn matches(&self, _: &[u8], _: u32) -> bool {
             true
         }
-        fn count(&self, _: &[Packet]) -> u64 {
+        fn count(&self, _: &[PacketRef<'_>]) -> u64 {
             self.0.set(self.0.get() + 1);
             self.0.get()
         }
@@ -384,7 +394,7 @@ mod tests {
             min_sample_ns: 0,
             ..Default::default()
         };
-        assert!(sample(&Flaky(Default::default()), &w.packets, &opts).is_err());
+        assert!(sample(&Flaky(Default::default()), &w.packet_refs(), &opts).is_err());
     }
 
     #[test]

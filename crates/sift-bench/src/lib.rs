@@ -61,16 +61,18 @@ usage: sift bench [options]
   --seed S             seed for generated workloads (default 1)
   --filters F[,F...]   filter names or groups: all, pflua, swift, bpfperf, misc, ftp (default: all)
   --expr EXPR          also benchmark this expression (repeatable; named expr1, expr2, ...)
-  --engines E[,E...]   engines (default: libpcap,jit,interp,handwritten,accept-all; 'all' adds jit-cbpf,
-                       dynamic, reference; --list describes them): jit is sift's JIT of the optimized
-                       predicate (sift::Engine::Jit), jit-cbpf its JIT of the optimized classic BPF program
+  --engines E[,E...]   engines (default: libpcap,jit,interp,handwritten,accept-all; 'all' adds jit-gather,
+                       jit-cbpf, dynamic, reference; --list describes them): jit is sift's JIT of the
+                       optimized predicate (sift::Engine::Jit), jit-gather the same through the generic
+                       batch entry point, jit-cbpf its JIT of the optimized classic BPF program;
+                       every engine is handed the packets as one slice of sift::PacketRef
   --samples N          samples per filter × engine after one warm-up pass (default 20)
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall
                        clock (leaves out time spent waiting for a CPU on a loaded machine)
   --compile-samples N  compile each filter N times per engine, report the median (default 21)
   --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
-                       (size / program_size: machine-code bytes for jit and jit-cbpf, classic BPF
+                       (size / program_size: machine-code bytes for the jit engines, classic BPF
                        instructions for libpcap, interp and dynamic)
   --svg FILE           write a bar chart (median, min–max whiskers)
   --list               list filters and engines, then exit

@@ -48,12 +48,16 @@
 //! [`JitFilter::count_matches`] given at least [`BATCH`] items (so that
 //! filters never counted with do not pay for it): the same code looping
 //! over up to [`BATCH`] packets, every `ret` (every accept, for a
-//! predicate) an increment of a count (or nothing, for `ret #0`), one call
-//! per [`BATCH`] packets and no verdict written anywhere. (A predicate
-//! whose values need more than four registers at once has none: a count
-//! function keeps its loop in the others.) [`JitFilter::for_each_verdict`]
-//! and [`JitFilter::run_batch`] call the per-packet function for each
-//! packet.
+//! predicate) an increment of a count (or nothing, for `ret #0`), and no
+//! verdict written anywhere. It walks a slice of [`PacketRef`]s (address,
+//! captured length and wire length of each packet): the caller's own,
+//! in place and in one call, with [`JitFilter::count_packets`]; or, with
+//! [`JitFilter::count_matches`] (packets held in any structure), a window
+//! of them gathered from the caller's items, one call per [`BATCH`]
+//! packets. (A predicate whose values need more than four registers at
+//! once has none: a count function keeps its loop in the others.)
+//! [`JitFilter::for_each_verdict`] and [`JitFilter::run_batch`] call the
+//! per-packet function for each packet.
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
@@ -81,7 +85,10 @@ mod exec;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod x64;
 
+mod packet;
 pub mod simd;
+
+pub use packet::PacketRef;
 
 /// How many packets ahead [`JitFilter::for_each_verdict`] prefetches the
 /// headers of, and [`JitFilter::count_matches`] when the packets span much
@@ -145,8 +152,8 @@ pub const PREFETCH_FAR_SPAN: usize = 64 << 20;
 
 const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 
-/// How far ahead the count function prefetches, from the `first` slots
-/// gathered (their average distance in memory) and the number of packets
+/// How far ahead the count function prefetches, from the `first` packets
+/// (their average distance in memory) and the number of packets
 /// to count: [`PREFETCH_AHEAD`] when they span more than
 /// [`PREFETCH_FAR_SPAN`] bytes, else [`PREFETCH_NEAR`].
 ///
@@ -160,7 +167,7 @@ const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 /// `icmp`, `host` and `swift4` in ~9 ns per packet 32 ahead and 5–6 ns 8
 /// ahead (the hand-written filter 4–7 ns), 2026-11-26.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-fn prefetch_distance(first: &[exec::Slot<'_>], packets: usize) -> usize {
+fn prefetch_distance(first: &[PacketRef<'_>], packets: usize) -> usize {
     let (Some(a), Some(b)) = (first.first(), first.last()) else {
         return PREFETCH_NEAR;
     };
@@ -426,6 +433,28 @@ impl JitFilter {
         n
     }
 
+    /// The number of `packets` the filter accepts: the batch entry point
+    /// for packets kept as [`PacketRef`]s. The count function (compiled by
+    /// the first call given at least [`BATCH`] packets) walks the slice in
+    /// place, one call for all of it, prefetching the first cache line
+    /// (the headers) of the packet [`PREFETCH_AHEAD`] places further, or
+    /// [`PREFETCH_NEAR`] when the packets span less than
+    /// [`PREFETCH_FAR_SPAN`] bytes (if the filter reads packets at all):
+    /// [`JitFilter::count_matches`] without gathering the packets first.
+    /// Fewer packets, and other filters, run as
+    /// [`JitFilter::for_each_verdict`] does.
+    #[inline]
+    pub fn count_packets(&self, packets: &[PacketRef<'_>]) -> u64 {
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if self.code.is_some() && packets.len() >= BATCH {
+            if let Some(counter) = self.counter() {
+                let ahead = prefetch_distance(&packets[..exec::WINDOW.min(packets.len())], packets.len());
+                return counter.count_in_place(packets, ahead);
+            }
+        }
+        self.count_matches(packets, |p| (p.data(), p.wire_len()))
+    }
+
     /// The count function, compiled if it was not yet; `None` if the
     /// filter has none.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -435,7 +464,7 @@ impl JitFilter {
                 match &self.source {
                     CountSource::None => None,
                     CountSource::Program(prog) => {
-                        x64::compile(prog, true, |c| exec::CountBuffer::new(c.code, c.reads_len).ok().map(Box::new))
+                        x64::compile(prog, true, |c| exec::CountBuffer::new(c.code).ok().map(Box::new))
                             .ok()
                             .flatten()
                     }
@@ -532,76 +561,41 @@ impl JitFilter {
 }
 
 /// [`JitFilter::count_matches`] through the count function: packets
-/// are gathered [`BATCH`] at a time into slots (and their wire lengths
-/// if the program reads them), and counted by one call, which
-/// prefetches the packet [`prefetch_distance`] slots further on, from the
-/// gathered window.
+/// are gathered [`BATCH`] at a time into a window of [`PacketRef`]s and
+/// counted by one call, which prefetches the packet [`prefetch_distance`]
+/// places further on, from the gathered window.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline]
 fn count_batched<T>(counter: &exec::CountBuffer, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
     use exec::WINDOW;
-    // A window of BATCH slots to filter and the PREFETCH_AHEAD after
+    // A window of BATCH packets to filter and the PREFETCH_AHEAD after
     // them (which the count function prefetches), sliding by BATCH:
-    // each item is gathered once. Slots past the last item keep stale
+    // each item is gathered once. Places past the last item keep stale
     // (or empty) packets: those are only ever prefetched.
-    let mut slots = [exec::Slot::EMPTY; WINDOW];
-    let mut wires = [0u32; WINDOW];
-    /// Fills `slots` (and `wires` if `wire`) from `items[from..]`.
+    let mut window = [PacketRef::EMPTY; WINDOW];
+    /// Fills `window` from `items[from..]`.
+    #[inline(always)]
     fn gather<'a, T>(
-        wire: bool,
-        slots: &mut [exec::Slot<'a>],
-        wires: &mut [u32],
+        window: &mut [PacketRef<'a>],
         items: &'a [T],
         from: usize,
         packet: &impl Fn(&T) -> (&[u8], u32),
     ) {
-        fn fill<'a, T, const WIRE: bool>(
-            slots: &mut [exec::Slot<'a>],
-            wires: &mut [u32],
-            from: &'a [T],
-            packet: &impl Fn(&T) -> (&[u8], u32),
-        ) {
-            if WIRE {
-                for ((slot, wire), item) in slots.iter_mut().zip(wires.iter_mut()).zip(from) {
-                    let (data, wire_len) = packet(item);
-                    *slot = exec::Slot::new(data);
-                    *wire = wire_len;
-                }
-            } else {
-                // (No wire lengths to walk: one iterator pair less.)
-                for (slot, item) in slots.iter_mut().zip(from) {
-                    *slot = exec::Slot::new(packet(item).0);
-                }
-            }
-        }
-        let from = items.get(from..).unwrap_or_default();
-        if wire {
-            fill::<T, true>(slots, wires, from, packet)
-        } else {
-            fill::<T, false>(slots, wires, from, packet)
+        for (place, item) in window.iter_mut().zip(items.get(from..).unwrap_or_default()) {
+            let (data, wire_len) = packet(item);
+            *place = PacketRef::new(data, wire_len);
         }
     }
-    let wire = counter.reads_len;
-    gather(wire, &mut slots, &mut wires, items, 0, &packet);
-    let ahead = prefetch_distance(&slots[..items.len().min(WINDOW)], items.len());
+    gather(&mut window, items, 0, &packet);
+    let ahead = prefetch_distance(&window[..items.len().min(WINDOW)], items.len());
     let mut base = 0;
     let mut count = 0;
     while base < items.len() {
         let n = (items.len() - base).min(BATCH);
-        count += counter.count(&slots, n, &wires, ahead);
+        count += counter.count(&window, n, ahead);
         base += n;
-        slots.copy_within(BATCH.., 0);
-        if wire {
-            wires.copy_within(BATCH.., 0);
-        }
-        gather(
-            wire,
-            &mut slots[PREFETCH_AHEAD..],
-            &mut wires[PREFETCH_AHEAD..],
-            items,
-            base + PREFETCH_AHEAD,
-            &packet,
-        );
+        window.copy_within(BATCH.., 0);
+        gather(&mut window[PREFETCH_AHEAD..], items, base + PREFETCH_AHEAD, &packet);
     }
     count
 }
@@ -617,10 +611,10 @@ mod tests {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
     fn prefetch_distance_follows_the_span() {
-        use super::{exec::Slot, prefetch_distance, PREFETCH_AHEAD, PREFETCH_NEAR};
+        use super::{prefetch_distance, PacketRef, PREFETCH_AHEAD, PREFETCH_NEAR};
         let buffer = vec![0u8; 4 << 20];
-        let slots = |stride: usize| -> Vec<Slot<'_>> {
-            (0..4).map(|i| Slot::new(&buffer[i * stride..i * stride + 1])).collect()
+        let slots = |stride: usize| -> Vec<PacketRef<'_>> {
+            (0..4).map(|i| PacketRef::new(&buffer[i * stride..i * stride + 1], 1)).collect()
         };
         assert_eq!(prefetch_distance(&slots(1 << 20), 100), PREFETCH_AHEAD); // 100 MiB
         assert_eq!(prefetch_distance(&slots(1 << 20), 10), PREFETCH_NEAR); // 10 MiB

@@ -21,17 +21,16 @@
 //! # The count function
 //!
 //! With `count`, [`compile`] emits the same program as a loop over many
-//! packets, `extern "sysv64" fn(slots: *const Slot, n: usize, wires: *const
-//! u32, ahead: usize) -> u64` (`Slot` is `exec::Slot`: packet pointer at 0,
-//! captured length at 8, [`SLOT_SIZE`] bytes; `n` slots to filter followed
-//! by `PREFETCH_AHEAD` more, which are only prefetched; `wires`: their wire
-//! lengths, read only by programs that read the wire length; `ahead`: the
-//! prefetch distance in bytes of slots, at most `PREFETCH_AHEAD` slots)
-//! returning how many packets it accepted: `rbx` walks the slots, `r12`
-//! holds their end, `r13` walks the wire lengths, `r14` counts, `r15` holds
-//! `ahead` (callee-saved registers, pushed and popped once per call). Each
+//! packets, `extern "sysv64" fn(packets: *const PacketRef, n: usize,
+//! ahead: usize) -> u64` (`PacketRef` is `crate::PacketRef`: packet
+//! pointer at 0, captured length at 8, wire length at 16, 24 bytes; `n` of
+//! them to filter, each followed `ahead` bytes further (at most
+//! `PREFETCH_AHEAD` of them) by one whose packet is prefetched)
+//! returning how many packets it accepted: `rbx` walks the `PacketRef`s,
+//! `r12` holds their end, `r14` counts, `r15` holds `ahead`
+//! (callee-saved registers, pushed and popped once per call). Each
 //! iteration of a program that loads packet bytes prefetches the first
-//! cache line of the packet `ahead` bytes of slots further on, loads
+//! cache line of the packet `ahead` bytes of `PacketRef`s further on, loads
 //! `rdi`/`rsi` (and `edx`) and
 //! runs the per-packet code (A, X, the scratch words read and the
 //! backward-jump budget are reset per packet; A and X only in programs
@@ -74,6 +73,7 @@
 
 use sift_bpf::insn::op::*;
 use sift_bpf::Insn;
+use crate::packet;
 
 pub(crate) mod pred;
 
@@ -543,9 +543,6 @@ thread_local! {
 pub(crate) struct Compiled<'a> {
     /// The machine code.
     pub(crate) code: &'a [u8],
-    /// Whether the program reads the wire length (the count function
-    /// then reads the wire lengths it is given).
-    pub(crate) reads_len: bool,
     /// Whether the program loads packet bytes.
     pub(crate) reads_packet: bool,
 }
@@ -619,7 +616,6 @@ fn compile_with<R>(
     asm.finish().ok_or(CompileError::TooLarge)?;
     Ok(install(Compiled {
         code: &asm.code,
-        reads_len: plan.reads_len,
         reads_packet: plan.reads_packet,
     }))
 }
@@ -1039,14 +1035,13 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
 }
 
 /// The loop of a count function around its per-packet code (see the
-/// module documentation: `rbx` walks the slots, `r12` holds their end,
-/// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
-/// distance).
+/// module documentation: `rbx` walks the packets, `r12` holds their end,
+/// `r14` counts, `r15` holds the prefetch distance).
 struct CountLoop<'a> {
-    /// The per-packet code reads the wire length (`r13` walks them).
+    /// The per-packet code reads the wire length.
     reads_len: bool,
-    /// It reads packet bytes (each packet `r15` bytes of slots ahead is
-    /// prefetched).
+    /// It reads packet bytes (each packet `r15` bytes of `PacketRef`s
+    /// ahead is prefetched).
     reads_packet: bool,
     /// Where the per-packet code wants the wire length.
     wire: u8,
@@ -1059,41 +1054,35 @@ impl CountLoop<'_> {
     /// packet), and binds `top`, where a packet's run starts: its pointer
     /// in `rdi`, its captured length in `rsi`, its wire length in `wire`.
     fn head(&self, asm: &mut Asm, top: usize, done: usize) {
-        // push rbx; push r12; push r14 (and r13 for the wire lengths, r15
-        // for the prefetch distance), then the saved registers
+        // push rbx; push r12; push r14 (and r15 for the prefetch
+        // distance), then the saved registers
         asm.bytes(&[0x53, 0x41, 0x54, 0x41, 0x56]);
-        if self.reads_len {
-            asm.bytes(&[0x41, 0x55]);
-        }
         if self.reads_packet {
             asm.bytes(&[0x41, 0x57]); // push r15
+            asm.bytes(&[0x49, 0x89, 0xd7]); // mov r15, rdx (prefetch distance, bytes of PacketRefs)
         }
         self.saved.iter().for_each(|&r| asm.push(r));
-        if self.reads_packet {
-            asm.bytes(&[0x49, 0x89, 0xcf]); // mov r15, rcx (prefetch distance, bytes of slots)
-        }
-        asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (slot)
-        asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
-        asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (end of the slots)
+        const _: () = assert!(packet::layout::SIZE == 24);
+        asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the first PacketRef)
+        asm.bytes(&[0x48, 0x8d, 0x34, 0x76]); // lea rsi, [rsi + rsi * 2]
+        asm.bytes(&[0x4c, 0x8d, 0x24, 0xf7]); // lea r12, [rdi + rsi * 8] (the end)
         asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
-        if self.reads_len {
-            asm.bytes(&[0x49, 0x89, 0xd5]); // mov r13, rdx (wire lengths)
-        }
         asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
         asm.jcc(Cc::E, done);
         asm.bind(top);
+        const _: () = assert!(packet::layout::PTR == 0);
         asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
-        asm.bytes(&[0x48, 0x8b, 0x73, 0x08]); // mov rsi, [rbx + 8] (captured length)
+        asm.bytes(&[0x48, 0x8b, 0x73, packet::layout::CAPLEN]); // mov rsi, [rbx + 8] (captured length)
         if self.reads_len {
-            let r13 = Mem {
-                base: 13,
+            let wire_len = Mem {
+                base: 3, // rbx
                 index: None,
-                disp: 0,
+                disp: i32::from(packet::layout::WIRE_LEN),
             };
-            asm.op_mem(None, false, &[0x8b], self.wire, r13); // mov wire, [r13] (wire length)
+            asm.op_mem(None, false, &[0x8b], self.wire, wire_len); // mov wire, [rbx + 16] (wire length)
         }
         if self.reads_packet {
-            // mov rax, [rbx + r15] (the packet r15 / SLOT_SIZE slots
+            // mov rax, [rbx + r15] (the packet r15 / 24 PacketRefs
             // further on); prefetcht0 [rax]
             asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
             asm.bytes(&[0x0f, 0x18, 0x08]);
@@ -1104,10 +1093,7 @@ impl CountLoop<'_> {
     /// to the next packet (to `top`), and at `done` returns the count,
     /// restoring the registers.
     fn tail(&self, asm: &mut Asm, top: usize, done: usize) {
-        asm.bytes(&[0x48, 0x83, 0xc3, SLOT_SIZE]); // add rbx, slot size
-        if self.reads_len {
-            asm.bytes(&[0x49, 0x83, 0xc5, 0x04]); // add r13, 4
-        }
+        asm.bytes(&[0x48, 0x83, 0xc3, packet::layout::SIZE]); // add rbx, 24
         asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
         asm.jcc(Cc::Ne, top);
         asm.bind(done);
@@ -1116,16 +1102,9 @@ impl CountLoop<'_> {
         if self.reads_packet {
             asm.bytes(&[0x41, 0x5f]); // pop r15
         }
-        if self.reads_len {
-            asm.bytes(&[0x41, 0x5d]); // pop r13
-        }
         asm.bytes(&[0x41, 0x5e, 0x41, 0x5c, 0x5b, 0xc3]); // pop r14; pop r12; pop rbx; ret
     }
 }
-
-/// The size of a slot of the count function (`exec::Slot`: packet
-/// pointer, captured length; 16 bytes: a copy of the slice's two words).
-pub(crate) const SLOT_SIZE: u8 = 16;
 
 /// Emits the bounds check of a `size`-byte packet load at `k` (`X + k` if
 /// `indexed`; none for an absolute load ending within `known`, see

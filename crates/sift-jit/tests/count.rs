@@ -10,7 +10,7 @@ use sift_bpf::codegen::{compile, CodegenOptions};
 use sift_bpf::interp::Program;
 use sift_bpf::Insn;
 use sift_ir::{LinkType, LowerOptions, Pred};
-use sift_jit::{JitFilter, BATCH, PREFETCH_AHEAD};
+use sift_jit::{JitFilter, PacketRef, BATCH, PREFETCH_AHEAD};
 use sift_testkit::{packets, Rng};
 
 const EXPRS: &[&str] = &[
@@ -131,6 +131,9 @@ fn count_matches_agrees_with_the_per_packet_function() {
                         want,
                         "{expr:?} [{start}..+{n}]"
                     );
+                    // Walked in place, as `PacketRef`s.
+                    let refs: Vec<PacketRef> = items.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
+                    assert_eq!(f.count_packets(&refs), want, "{expr:?} [{start}..+{n}] in place");
                 }
             }
         }
@@ -164,6 +167,8 @@ fn count_matches_agrees_at_either_prefetch_distance() {
                 let part = &items[start..];
                 let want = part.iter().filter(|p| jit.run(p.0, p.1) != 0).count() as u64;
                 assert_eq!(jit.count_matches(part, |p| (p.0, p.1)), want, "{expr:?} stride {stride} from {start}");
+                let refs: Vec<PacketRef> = part.iter().map(|&(d, w)| PacketRef::new(d, w)).collect();
+                assert_eq!(jit.count_packets(&refs), want, "{expr:?} stride {stride} from {start} in place");
             }
         }
     }
@@ -185,6 +190,8 @@ fn constant_filters_have_no_code() {
             unreachable!("a constant filter reads no packet")
         });
         assert_eq!(n, if k != 0 { packets.len() as u64 } else { 0 });
+        let refs: Vec<PacketRef> = packets.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
+        assert_eq!(f.count_packets(&refs), n);
         let mut out = vec![7; 3];
         f.run_batch(&[(&[][..], 0), (&[1][..], 1)], &mut out);
         assert_eq!(out, [k, k, 7]);

@@ -119,6 +119,9 @@ fn tcpdump_programs_agree_with_the_interpreter() {
                             // The count function agrees.
                             let counted = jit.count_matches(&packets, |(d, w)| (&d[..], *w));
                             assert_eq!(counted, accepted, "{dlt} {expr:?} (optimize {optimize}): count");
+                            let refs: Vec<sift_jit::PacketRef> =
+                                packets.iter().map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
+                            assert_eq!(jit.count_packets(&refs), accepted, "{dlt} {expr:?} (optimize {optimize}): in place");
                             programs += 1;
                             runs += packets.len();
                         }

@@ -108,6 +108,7 @@ fn lowered_expressions_agree_with_the_evaluator_and_the_interpreter() {
             // The batch entry point (the count function, for at least
             // `BATCH` packets) accepts the same packets.
             assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {expr:?}");
+            assert_eq!(jit.count_packets(&packet_refs(&batch)), accepted, "count in place: {expr:?}");
             preds += 1;
             runs += 100;
         }
@@ -302,6 +303,7 @@ fn agrees_on_random_packets(jit: &JitFilter, p: &Pred, accept: u32, rng: &mut Rn
     }
     batch.extend_from_within(..);
     assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
+    assert_eq!(jit.count_packets(&packet_refs(&batch)), accepted, "count in place: {p:?}");
 }
 
 /// `n` predicates from `make` (a predicate and its accept value, from a
@@ -477,4 +479,9 @@ fn predicates_sharing_operands_and_indexes_agree_with_the_evaluator() {
             .collect();
         (pooled_pred(rng, 4, &pool, &indexes), 1)
     });
+}
+
+/// The packets of `batch` as the count function walks them in place.
+fn packet_refs(batch: &[(Vec<u8>, u32)]) -> Vec<sift_jit::PacketRef<'_>> {
+    batch.iter().map(|p| sift_jit::PacketRef::new(&p.0, p.1)).collect()
 }

@@ -254,6 +254,9 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
         accepted += u64::from(want != 0);
     }
     assert_eq!(counted, 5 * accepted, "count: program {prog:?}");
+    // And walked in place (`count_packets`).
+    let refs: Vec<sift_jit::PacketRef> = five.iter().map(|p| sift_jit::PacketRef::new(&p.0, p.1)).collect();
+    assert_eq!(jit.count_packets(&refs), 5 * accepted, "count in place: program {prog:?}");
     true
 }
 

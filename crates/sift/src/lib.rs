@@ -32,6 +32,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 pub use sift_bpf::Insn;
+pub use sift_jit::PacketRef;
 pub use sift_ir::{LinkType, Pred};
 pub use sift_syntax::ast;
 
@@ -396,6 +397,32 @@ impl Filter {
         n as u64
     }
 
+    /// How many of `packets` match: [`Filter::count_matches`] for packets
+    /// kept as [`PacketRef`]s (captured bytes and wire length, 24 bytes
+    /// each), which the JIT's count function walks in place, one call for
+    /// the whole slice (`sift_jit::JitFilter::count_packets`) instead of
+    /// copying each packet's address and lengths into a window of its own
+    /// first. The other engines run as [`Filter::count_matches`] does.
+    ///
+    /// ```
+    /// use sift::{CompileOptions, Filter, PacketRef};
+    ///
+    /// let filter = Filter::new("ip", &CompileOptions::default()).unwrap();
+    /// let mut ipv4 = [0u8; 34];
+    /// ipv4[12] = 0x08;
+    /// let arp = [0u8; 42];
+    /// let packets: Vec<PacketRef> = (0..100)
+    ///     .map(|i| if i % 4 == 0 { PacketRef::new(&ipv4, 60) } else { PacketRef::new(&arp, 60) })
+    ///     .collect();
+    /// assert_eq!(filter.count_packets(&packets), 25);
+    /// ```
+    pub fn count_packets(&self, packets: &[PacketRef<'_>]) -> u64 {
+        match &self.runner {
+            Runner::Jit(j) => j.count_packets(packets),
+            _ => self.count_matches(packets, |p| (p.data(), p.wire_len())),
+        }
+    }
+
     /// The engine actually running the filter (`Meta` resolves to one).
     pub fn engine(&self) -> Engine {
         match self.runner {
@@ -464,7 +491,10 @@ mod tests {
         fn parts(p: &(Vec<u8>, u32)) -> (&[u8], u32) {
             (&p.0, p.1)
         }
-        assert_eq!(f.count_matches(packets, parts), want.count_matches(packets, parts), "{what}: count");
+        let want_count = want.count_matches(packets, parts);
+        assert_eq!(f.count_matches(packets, parts), want_count, "{what}: count");
+        let refs: Vec<PacketRef> = packets.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
+        assert_eq!(f.count_packets(&refs), want_count, "{what}: count in place");
     }
 
     /// The JIT engine compiles the optimized predicate directly (classic

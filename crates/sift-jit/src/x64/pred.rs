@@ -781,9 +781,9 @@ fn reads_len(p: &Pred) -> bool {
 /// Emits the whole function (jumps unpatched, see [`Asm::finish`]): the
 /// per-packet function, or with `count` the count function (the
 /// signature and loop of the cBPF compiler's, see the module
-/// documentation of `x64`: `rbx` walks the slots, `r12` holds their end,
-/// `r13` walks the wire lengths, `r14` counts, `r15` holds the prefetch
-/// distance; the wire length of the packet goes to `r8d`). Also returns
+/// documentation of `x64`: `rbx` walks the `PacketRef`s, `r12` holds their
+/// end, `r14` counts, `r15` holds the prefetch distance; the wire length
+/// of the packet goes to `r8d`). Also returns
 /// whether the code reads the wire length.
 fn emit(pred: &Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
     let mut regs = 0;
@@ -877,13 +877,12 @@ pub(crate) fn compile<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -
 
 /// Compiles a predicate to a count function (the signature of the cBPF
 /// compiler's, see `x64`'s module documentation) counting the packets for
-/// which it holds (`accept` non-zero), and hands its code and whether it
-/// reads the wire lengths to `install`. `None`: too deep, or more
+/// which it holds (`accept` non-zero), and hands its code to `install`. `None`: too deep, or more
 /// registers needed than a count function has.
-pub(crate) fn compile_count<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8], bool) -> R) -> Option<R> {
+pub(crate) fn compile_count<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
     with_scratch_asm(|asm| {
-        let reads_len = emit(pred, accept, true, asm)?;
+        emit(pred, accept, true, asm)?;
         asm.finish()?;
-        Some(install(&asm.code, reads_len))
+        Some(install(&asm.code))
     })
 }
