@@ -105,6 +105,13 @@ pub trait Engines: Sync {
     fn jit_pred(&self, _pred: &Pred, _snaplen: u32) -> Option<Result<Interp, String>> {
         None
     }
+    /// How many of `packets` the JIT straight from a predicate accepts,
+    /// counted by its batch entry point (the count function walking the
+    /// packets in place: what `sift::Filter::count_packets` runs); `None`:
+    /// not part of this engine set or platform.
+    fn jit_pred_count(&self, _pred: &Pred, _snaplen: u32, _packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
+        None
+    }
 }
 
 /// The real sift pipeline: `sift_syntax::parse` + `sift_ir::lower`, the
@@ -147,6 +154,18 @@ impl Engines for SiftEngines {
     fn jit_pred(&self, pred: &Pred, snaplen: u32) -> Option<Result<Interp, String>> {
         match sift_jit::JitFilter::from_pred_with(pred, snaplen) {
             Ok(j) => Some(Ok(Box::new(move |data, wire_len| j.run(data, wire_len)))),
+            Err(sift_jit::JitError::Unsupported) => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+
+    fn jit_pred_count(&self, pred: &Pred, snaplen: u32, packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
+        match sift_jit::JitFilter::from_pred_with(pred, snaplen) {
+            Ok(j) => {
+                let refs: Vec<sift_jit::PacketRef<'_>> =
+                    packets.iter().map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
+                Some(Ok(j.count_packets(&refs)))
+            }
             Err(sift_jit::JitError::Unsupported) => None,
             Err(e) => Some(Err(e.to_string())),
         }
@@ -683,6 +702,9 @@ pub enum Kind {
     Panic,
     /// libpcap's own program could not be run safely (harness problem).
     Oracle,
+    /// The JIT's count function (its batch entry point) counted another
+    /// number of packets than its per-packet function accepts.
+    Count,
 }
 
 /// Each engine's verdict on a reproduction packet.
@@ -832,6 +854,9 @@ pub struct Report {
     pub jit_pred_compared: usize,
     /// Verdicts of the kernel compared with libpcap.
     pub kernel_compared: usize,
+    /// Expressions whose packets the JIT's count function counted, compared
+    /// with its per-packet verdicts.
+    pub count_compared: usize,
     /// Expressions whose programs (sift's and libpcap's alike) the kernel
     /// refuses, so its column is skipped (typically programs too large for
     /// the socket option memory limit).
@@ -889,6 +914,7 @@ impl Report {
         self.jit_compared += other.jit_compared;
         self.eval_opt_compared += other.eval_opt_compared;
         self.jit_pred_compared += other.jit_pred_compared;
+        self.count_compared += other.count_compared;
         self.kernel_compared += other.kernel_compared;
         self.kernel_skipped += other.kernel_skipped;
         for (k, v) in other.by_kind {
@@ -1008,7 +1034,7 @@ impl fmt::Display for Report {
         writeln!(f, "accepted by link type: {}", per_lt.join(", "))?;
         writeln!(
             f,
-            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, eval(optimized) {}, interp {}, jit {}, jit(optimized IR) {}, kernel {}",
+            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, eval(optimized) {}, interp {}, jit {}, jit(optimized IR) {}, kernel {}; expressions whose JIT count function was checked: {}",
             self.packets,
             pct(self.libpcap_matches, self.packets),
             self.eval_compared,
@@ -1016,7 +1042,8 @@ impl fmt::Display for Report {
             self.interp_compared,
             self.jit_compared,
             self.jit_pred_compared,
-            self.kernel_compared
+            self.kernel_compared,
+            self.count_compared
         )?;
         if self.kernel_skipped > 0 {
             writeln!(
@@ -1354,6 +1381,20 @@ fn one_expression(
         let refs: Vec<&[u8]> = pkts.iter().map(|p| p.0.as_slice()).collect();
         k.accepts_batch(&refs).ok()
     });
+    // The JIT's batch entry point counts exactly the packets its
+    // per-packet function accepts.
+    if let Some(per_packet) = jit_pred.as_ref() {
+        let want = pkts.iter().filter(|(d, w)| per_packet(d, *w) != 0).count() as u64;
+        match engines.jit_pred_count(run_pred, snaplen, &pkts) {
+            Some(Ok(n)) if n == want => report.count_compared += 1,
+            Some(Ok(n)) => report.record(
+                dis(Kind::Count, None, Some(format!("count function: {n} of {} packets, per-packet function: {want}", pkts.len())), None),
+                c.max_details,
+            ),
+            Some(Err(e)) => report.record(dis(Kind::Count, None, Some(format!("count function: {e}")), None), c.max_details),
+            None => {}
+        }
+    }
     let mut reported = false;
     for (i, (data, wire)) in pkts.iter().enumerate() {
         let (data, wire) = (data.as_slice(), *wire);
@@ -1910,6 +1951,50 @@ mod tests {
         let mut worker = Worker { kernel: None };
         one_expression(&c, &Fake, &mut worker, &mut report, 0, LinkType::EN10MB, None, expr);
         report
+    }
+
+    /// [`Fake`] with a JIT straight from the predicate whose per-packet
+    /// function is right and whose count function counts nothing.
+    struct MiscountingJit;
+
+    impl Engines for MiscountingJit {
+        fn lower(&self, expr: &str, opts: &LowerOptions) -> Result<Pred, String> {
+            Fake.lower(expr, opts)
+        }
+
+        fn codegen(&self, pred: &Pred, snaplen: u32) -> Result<Vec<Insn>, String> {
+            Fake.codegen(pred, snaplen)
+        }
+
+        fn validate(&self, prog: &[Insn]) -> Result<(), String> {
+            Fake.validate(prog)
+        }
+
+        fn interpreter(&self, prog: &[Insn]) -> Result<Interp, String> {
+            Fake.interpreter(prog)
+        }
+
+        fn jit_pred(&self, _pred: &Pred, snaplen: u32) -> Option<Result<Interp, String>> {
+            Some(Ok(Box::new(move |_, w| if w <= 100 { snaplen } else { 0 })))
+        }
+
+        fn jit_pred_count(&self, _pred: &Pred, _snaplen: u32, _packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
+            Some(Ok(0))
+        }
+    }
+
+    /// A count function that counts other packets than its per-packet
+    /// function accepts is a disagreement of its own.
+    #[test]
+    fn a_miscounting_count_function_is_reported() {
+        let c = Campaign { linktype: Some(LinkType::EN10MB), ..Campaign::new(1, 0, 300, true) };
+        let mut report = Report::default();
+        let mut worker = Worker { kernel: None };
+        one_expression(&c, &MiscountingJit, &mut worker, &mut report, 0, LinkType::EN10MB, None, "less 100");
+        assert_eq!(report.by_kind.get(&Kind::Count), Some(&1), "{report}");
+        assert_eq!(report.count_compared, 0);
+        let r = fake_case("less 100");
+        assert_eq!(r.by_kind.get(&Kind::Count), None, "{r}");
     }
 
     #[test]
