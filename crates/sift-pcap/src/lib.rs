@@ -448,6 +448,34 @@ impl<'a> Packets<'a> {
     }
 }
 
+/// How far past the start of the packet it returns [`Packets`] asks the
+/// processor to start loading the file's bytes (the next records' headers,
+/// which the parser reads one after another). A capture read whole streams
+/// from memory, and the record headers are a chain (each one's position
+/// comes from the one before): loaded on demand, each waited for in turn
+/// (~140 ns per 780-byte packet here, `sift -r FILE --count`); asked for
+/// this far ahead, 0.11 s instead of 0.14 s for a million such packets
+/// (512 to 8192 bytes measured alike, session 12).
+const READ_AHEAD: usize = 1024;
+
+/// Asks the processor to load the cache line of `bytes[at]` (nothing past
+/// the end of `bytes`, or where there is no such instruction).
+#[inline(always)]
+fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = bytes.get(at) {
+        // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 processor
+        // has; a prefetch is a hint to the cache that never faults and
+        // reads nothing into the program (and `b` lies inside `bytes`).
+        #[allow(unsafe_code)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(b).cast())
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (bytes, at);
+}
+
 impl<'a> Iterator for Packets<'a> {
     type Item = Result<Packet<'a>, Error>;
 
@@ -465,6 +493,7 @@ impl<'a> Iterator for Packets<'a> {
             }
             Some(Ok(rec)) => rec,
         };
+        prefetch(self.bytes, rec.data_start.saturating_add(READ_AHEAD));
         let found = if rec.post == 0 {
             let end = rec.data_start.checked_add(rec.caplen as usize);
             end.and_then(|end| self.bytes.get(rec.data_start..end)).map(|d| (d, rec.wire_len))
