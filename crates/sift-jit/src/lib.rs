@@ -45,11 +45,11 @@
 //! no code at all: its verdict is `k`.
 //!
 //! Filters also get a count function, compiled by the first
-//! [`JitFilter::count_matches`] given at least [`BATCH`] items (so that
-//! filters never counted with do not pay for it): the same code looping
-//! over up to [`BATCH`] packets, every `ret` (every accept, for a
-//! predicate) an increment of a count (or nothing, for `ret #0`), and no
-//! verdict written anywhere. It walks a slice of [`PacketRef`]s (address,
+//! [`JitFilter::count_packets`] or [`JitFilter::count_matches`] given at
+//! least [`BATCH`] packets (so that filters never counted with do not pay
+//! for it): the same code looping over the packets, every `ret` (every
+//! accept, for a predicate) an increment of a count (or nothing, for
+//! `ret #0`), and no verdict written anywhere. It walks a slice of [`PacketRef`]s (address,
 //! captured length and wire length of each packet): the caller's own,
 //! in place and in one call, with [`JitFilter::count_packets`]; or, with
 //! [`JitFilter::count_matches`] (packets held in any structure), a window
