@@ -99,70 +99,84 @@ pub fn elapsed_ns(t: Instant) -> u64 {
     u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// A sift engine behind the facade's `Filter::matches`.
-pub struct SiftRunner(pub sift::Filter);
+/// Which of the facade's entry points a [`SiftRunner`] counts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// `Filter::count_packets`: the batch entry point for packets kept as
+    /// `PacketRef`s (the JIT's count function walks them in place).
+    CountPackets,
+    /// `Filter::count_matches`: packets in any structure (the JIT gathers
+    /// them 64 at a time).
+    CountMatches,
+    /// `Filter::verdicts`: each packet's verdict written (the JIT's
+    /// verdict function), then the `true`s counted.
+    Verdicts,
+    /// `Filter::matches`, one call per packet.
+    Matches,
+}
+
+/// A sift engine behind the facade, counting through one of its entry
+/// points.
+pub struct SiftRunner {
+    /// The filter.
+    pub filter: sift::Filter,
+    /// The entry point.
+    pub entry: Entry,
+    /// [`Entry::Verdicts`]'s verdicts, kept from one pass to the next (so
+    /// that passes do not time an allocation).
+    verdicts: std::cell::RefCell<Vec<bool>>,
+}
 
 impl Runner for SiftRunner {
     #[inline]
     fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        self.0.matches(data, wire_len)
+        self.filter.matches(data, wire_len)
     }
 
-    /// sift's batch entry point for packets kept as `PacketRef`s
-    /// (`Filter::count_packets`).
     fn count(&self, packets: &[PacketRef<'_>]) -> u64 {
-        self.0.count_packets(packets)
+        match self.entry {
+            Entry::CountPackets => self.filter.count_packets(packets),
+            Entry::CountMatches => self.filter.count_matches(packets, |p| (p.data(), p.wire_len())),
+            Entry::Verdicts => {
+                let mut verdicts = self.verdicts.borrow_mut();
+                verdicts.resize(packets.len(), false);
+                self.filter.verdicts(packets, &mut verdicts);
+                verdicts.iter().filter(|&&v| v).count() as u64
+            }
+            Entry::Matches => packets.iter().filter(|p| self.filter.matches(p.data(), p.wire_len())).count() as u64,
+        }
     }
 
     /// Machine-code bytes when the JIT runs the filter, else cBPF
     /// instructions (`None` if there is no classic BPF program).
     fn program_size(&self) -> Option<usize> {
-        self.0.code_size().or_else(|| self.0.program().ok().map(<[sift::Insn]>::len))
+        self.filter.code_size().or_else(|| self.filter.program().ok().map(<[sift::Insn]>::len))
     }
 }
 
-/// Builds `filter` with sift's `engine`, timing `Filter::with_engine`.
+/// Builds `filter` with sift's `engine`, timing `Filter::with_engine`,
+/// counting through `Filter::count_packets`.
 pub fn build_sift(
     filter: &FilterSpec,
     setup: &Setup,
     engine: sift::Engine,
 ) -> Result<Option<Built>, String> {
+    build_sift_with(filter, setup, engine, Entry::CountPackets)
+}
+
+/// Builds `filter` with sift's `engine`, timing `Filter::with_engine`,
+/// counting through `entry`.
+pub fn build_sift_with(
+    filter: &FilterSpec,
+    setup: &Setup,
+    engine: sift::Engine,
+    entry: Entry,
+) -> Result<Option<Built>, String> {
     let t = Instant::now();
     let f = sift::Filter::with_engine(&filter.expr, &setup.opts, engine).map_err(|e| e.render())?;
     let compile_ns = elapsed_ns(t);
     Ok(Some(Built {
-        runner: Box::new(SiftRunner(f)),
-        compile_ns,
-    }))
-}
-
-/// sift's JIT through the generic batch entry point
-/// (`Filter::count_matches`, packets in any structure: gathered 64 at a
-/// time into a window of `PacketRef`s), where `jit` walks the caller's
-/// `PacketRef`s in place: what the gather costs.
-struct GatherRunner(sift::Filter);
-
-impl Runner for GatherRunner {
-    #[inline]
-    fn matches(&self, data: &[u8], wire_len: u32) -> bool {
-        self.0.matches(data, wire_len)
-    }
-
-    fn count(&self, packets: &[PacketRef<'_>]) -> u64 {
-        self.0.count_matches(packets, |p| (p.data(), p.wire_len()))
-    }
-
-    fn program_size(&self) -> Option<usize> {
-        self.0.code_size()
-    }
-}
-
-fn build_jit_gather(filter: &FilterSpec, setup: &Setup) -> Result<Option<Built>, String> {
-    let t = Instant::now();
-    let f = sift::Filter::with_engine(&filter.expr, &setup.opts, sift::Engine::Jit).map_err(|e| e.render())?;
-    let compile_ns = elapsed_ns(t);
-    Ok(Some(Built {
-        runner: Box::new(GatherRunner(f)),
+        runner: Box::new(SiftRunner { filter: f, entry, verdicts: Default::default() }),
         compile_ns,
     }))
 }
@@ -284,7 +298,19 @@ pub const ENGINES: &[EngineSpec] = &[
         name: "jit-gather",
         default: false,
         about: "jit through the generic batch entry point (Filter::count_matches: packets gathered 64 at a time), not in place",
-        build: build_jit_gather,
+        build: |f, s| build_sift_with(f, s, sift::Engine::Jit, Entry::CountMatches),
+    },
+    EngineSpec {
+        name: "jit-verdicts",
+        default: false,
+        about: "jit writing each packet's verdict (Filter::verdicts: the verdict function), then counting them",
+        build: |f, s| build_sift_with(f, s, sift::Engine::Jit, Entry::Verdicts),
+    },
+    EngineSpec {
+        name: "jit-single",
+        default: false,
+        about: "jit one call per packet (Filter::matches)",
+        build: |f, s| build_sift_with(f, s, sift::Engine::Jit, Entry::Matches),
     },
     EngineSpec {
         name: "jit-cbpf",

@@ -54,8 +54,10 @@
 //! in place and in one call, with [`JitFilter::count_packets`]; or, with
 //! [`JitFilter::count_matches`] (packets held in any structure), a window
 //! of them gathered from the caller's items, one call per [`BATCH`]
-//! packets. (A predicate whose values need more than four registers at
-//! once has none: a count function keeps its loop in the others.)
+//! packets. [`JitFilter::verdicts`] runs the same loop writing each
+//! packet's verdict too (the *verdict function*). (A predicate whose values
+//! need more than four registers at once has neither: these functions keep
+//! their loop in the others.)
 //! [`JitFilter::for_each_verdict`] and [`JitFilter::run_batch`] call the
 //! per-packet function for each packet.
 //!
@@ -243,6 +245,15 @@ enum CountSource {
     Pred(Arc<Pred>, u32),
 }
 
+/// A filter's batch functions, each compiled on first use (`None` inside:
+/// the filter has none).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[derive(Debug, Default)]
+struct BatchCode {
+    count: std::sync::OnceLock<Option<exec::CountBuffer>>,
+    verdicts: std::sync::OnceLock<Option<exec::VerdictBuffer>>,
+}
+
 /// A classic BPF program or a predicate compiled to native code.
 ///
 /// Immutable once built (but for the count function, compiled on first
@@ -254,13 +265,14 @@ pub struct JitFilter {
     /// is `constant`).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     code: Option<exec::ExecBuffer>,
-    /// The count function, compiled from `source` by the first
-    /// [`JitFilter::count_matches`] given at least [`BATCH`] items (`None`
-    /// inside: the filter has none). Boxed: a filter is moved around
-    /// whole and most are never counted with; kept small (120 bytes; test
+    /// The count and verdict functions, each compiled from `source` by the
+    /// first batch call that needs it ([`JitFilter::count_packets`] or
+    /// [`JitFilter::count_matches`], [`JitFilter::verdicts`]) given at
+    /// least [`BATCH`] packets. Boxed: a filter is moved around whole and
+    /// most are never counted with; kept small (120 bytes; test
     /// `a_filter_is_small`), it is copied without a call to `memcpy`.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    count: std::sync::OnceLock<Option<Box<exec::CountBuffer>>>,
+    batch: std::sync::OnceLock<Box<BatchCode>>,
     /// What the count function is compiled from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     source: CountSource,
@@ -293,7 +305,7 @@ impl JitFilter {
     /// is compiled from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn with_code(code: exec::ExecBuffer, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
-        JitFilter { code: Some(code), count: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
+        JitFilter { code: Some(code), batch: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
     }
 
     /// The filter of a program whose verdict is always `k`: no code.
@@ -302,7 +314,7 @@ impl JitFilter {
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             code: None,
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-            count: std::sync::OnceLock::new(),
+            batch: std::sync::OnceLock::new(),
             #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
             source: CountSource::None,
             insns,
@@ -320,7 +332,7 @@ impl JitFilter {
             check_runnable(prog)?;
             return Ok(Self::constant(prog.len(), first.k));
         }
-        let compiled = x64::compile(prog, false, |c| {
+        let compiled = x64::compile(prog, x64::Function::Single, |c| {
             let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
             Ok(Self::with_code(code, CountSource::Program(prog.into()), prog.len(), c.reads_packet))
         });
@@ -455,25 +467,57 @@ impl JitFilter {
         self.count_matches(packets, |p| (p.data(), p.wire_len()))
     }
 
+    /// Each packet's verdict: `verdicts[i]` is set to whether the filter
+    /// accepts `packets[i]` (stopping at the shorter of the two slices);
+    /// returns how many it accepts. The verdict function (the count
+    /// function that also writes each verdict, compiled by the first call
+    /// given at least [`BATCH`] packets) walks the packets in place, one
+    /// call for all of them, prefetching as [`JitFilter::count_packets`]
+    /// does. Fewer packets, and other filters, run as
+    /// [`JitFilter::for_each_verdict`] does.
+    pub fn verdicts(&self, packets: &[PacketRef<'_>], verdicts: &mut [bool]) -> u64 {
+        let n = packets.len().min(verdicts.len());
+        let (packets, verdicts) = (&packets[..n], &mut verdicts[..n]);
+        #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+        if self.code.is_some() && n >= BATCH {
+            if let Some(verdicter) = self.verdicter() {
+                let ahead = prefetch_distance(&packets[..exec::WINDOW.min(n)], n);
+                return verdicter.verdicts_in_place(packets, ahead, verdicts);
+            }
+        }
+        let mut accepted = 0;
+        self.for_each_verdict(packets, |p| (p.data(), p.wire_len()), |i, v| {
+            verdicts[i] = v != 0;
+            accepted += u64::from(v != 0);
+        });
+        accepted
+    }
+
     /// The count function, compiled if it was not yet; `None` if the
     /// filter has none.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     fn counter(&self) -> Option<&exec::CountBuffer> {
-        self.count
-            .get_or_init(|| {
-                match &self.source {
-                    CountSource::None => None,
-                    CountSource::Program(prog) => {
-                        x64::compile(prog, true, |c| exec::CountBuffer::new(c.code).ok().map(Box::new))
-                            .ok()
-                            .flatten()
-                    }
-                    CountSource::Pred(pred, accept) => {
-                        x64::pred::compile_count(pred, *accept, exec::CountBuffer::new)?.ok().map(Box::new)
-                    }
-                }
-            })
-            .as_deref()
+        let batch = self.batch.get_or_init(Box::default);
+        batch.count.get_or_init(|| self.compile_batch(x64::Function::Count, exec::CountBuffer::new)).as_ref()
+    }
+
+    /// The verdict function, compiled if it was not yet; `None` if the
+    /// filter has none (exactly when it has no count function).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn verdicter(&self) -> Option<&exec::VerdictBuffer> {
+        let batch = self.batch.get_or_init(Box::default);
+        batch.verdicts.get_or_init(|| self.compile_batch(x64::Function::Verdicts, exec::VerdictBuffer::new)).as_ref()
+    }
+
+    /// Compiles `function` (a count or verdict function) from the filter's
+    /// source and installs it with `install`.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    fn compile_batch<B>(&self, function: x64::Function, install: fn(&[u8]) -> std::io::Result<B>) -> Option<B> {
+        match &self.source {
+            CountSource::None => None,
+            CountSource::Program(prog) => x64::compile(prog, function, |c| install(c.code).ok()).ok().flatten(),
+            CountSource::Pred(pred, accept) => x64::pred::compile_count(pred, *accept, function, install)?.ok(),
+        }
     }
 
     /// Runs the filter on every item, in order, handing `(index, verdict)`

@@ -42,6 +42,14 @@
 //! those the per-packet function accepts, without a call or a stored
 //! verdict per packet.
 //!
+//! # The verdict function
+//!
+//! The count function that also writes each packet's verdict, 1 or 0, to a
+//! byte of its own: `extern "sysv64" fn(packets: *const PacketRef, n:
+//! usize, ahead: usize, verdicts: *mut u8) -> u64`; `r13` walks the verdict
+//! bytes. Each packet's byte is set to 0 before its run and to 1 where the
+//! count is incremented (`setc` for `ret a`).
+//!
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
 //!
 //! Every packet load is preceded by one unsigned compare of its end offset
@@ -559,18 +567,30 @@ pub(crate) enum CompileError {
 /// Scratch buffers larger than this (bytes of code) are not kept.
 const SCRATCH_KEEP: usize = 64 * 1024;
 
-/// Compiles `prog`: the per-packet function, or with `count` the count
-/// function (see the module documentation), and hands it to `install`.
+/// Which function [`compile`] (and `pred::compile_count`) emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Function {
+    /// The per-packet function.
+    Single,
+    /// The count function (see the module documentation).
+    Count,
+    /// The verdict function: the count function that also writes each
+    /// packet's verdict, 1 or 0, to a byte of its own.
+    Verdicts,
+}
+
+/// Compiles `prog` to `function` (see the module documentation) and
+/// hands it to `install`.
 /// The program gets the checks of `sift_bpf::interp::Program::new`
 /// ([`Plan::fill`]: [`CompileError::NotRunnable`] where that refuses it).
 /// Jumps are emitted short and widened where they do not fit
 /// (`Asm::finish`).
 pub(crate) fn compile<R>(
     prog: &[Insn],
-    count: bool,
+    function: Function,
     install: impl FnOnce(Compiled<'_>) -> R,
 ) -> Result<R, CompileError> {
-    with_scratch(|scratch| compile_with(scratch, prog, count, install))
+    with_scratch(|scratch| compile_with(scratch, prog, function, install))
 }
 
 /// Runs `f` with the thread's scratch buffers (fresh ones inside another
@@ -605,14 +625,14 @@ fn with_scratch_asm<R>(f: impl FnOnce(&mut Asm) -> R) -> R {
 fn compile_with<R>(
     scratch: &mut Scratch,
     prog: &[Insn],
-    count: bool,
+    function: Function,
     install: impl FnOnce(Compiled<'_>) -> R,
 ) -> Result<R, CompileError> {
     let Scratch { asm, plan } = scratch;
     plan.fill(prog).ok_or(CompileError::NotRunnable)?;
     asm.code.clear();
     asm.code.reserve(prog.len() * 12 + 96);
-    emit(prog, plan, count, asm);
+    emit(prog, plan, function, asm);
     asm.finish().ok_or(CompileError::TooLarge)?;
     Ok(install(Compiled {
         code: &asm.code,
@@ -877,9 +897,9 @@ impl Plan {
 }
 
 /// Emits the code for `prog` at the end of `asm` (jump fields unpatched):
-/// the per-packet function, or with `count` the count function (module
-/// documentation).
-fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
+/// `function` (module documentation).
+fn emit(prog: &[Insn], plan: &Plan, function: Function, asm: &mut Asm) {
+    let count = function != Function::Single;
     let len = prog.len();
     let reject = len;
     // Count function only: the end of a packet's run (where the next one
@@ -906,6 +926,7 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
     let counting = CountLoop {
         reads_len: plan.reads_len,
         reads_packet: plan.reads_packet,
+        verdicts: function == Function::Verdicts,
         wire: RDX,
         saved: &[],
     };
@@ -1001,9 +1022,12 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
             RET if count => {
                 if c & 0x18 == A {
                     asm.bytes(&[0xf7, 0xd8]); // neg eax (CF: A != 0)
+                    if counting.verdicts {
+                        asm.bytes(&[0x41, 0x0f, 0x92, 0x45, 0x00]); // setc byte [r13]
+                    }
                     asm.bytes(&[0x49, 0x83, 0xd6, 0x00]); // adc r14, 0
                 } else if k != 0 {
-                    asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
+                    counting.accept(asm);
                 }
                 if next != tail {
                     asm.jmp(tail);
@@ -1040,6 +1064,8 @@ fn emit(prog: &[Insn], plan: &Plan, count: bool, asm: &mut Asm) {
 struct CountLoop<'a> {
     /// The per-packet code reads the wire length.
     reads_len: bool,
+    /// A verdict function: `r13` walks the verdict bytes.
+    verdicts: bool,
     /// It reads packet bytes (each packet `r15` bytes of `PacketRef`s
     /// ahead is prefetched).
     reads_packet: bool,
@@ -1061,6 +1087,10 @@ impl CountLoop<'_> {
             asm.bytes(&[0x41, 0x57]); // push r15
             asm.bytes(&[0x49, 0x89, 0xd7]); // mov r15, rdx (prefetch distance, bytes of PacketRefs)
         }
+        if self.verdicts {
+            asm.bytes(&[0x41, 0x55]); // push r13
+            asm.bytes(&[0x49, 0x89, 0xcd]); // mov r13, rcx (the verdict bytes)
+        }
         self.saved.iter().for_each(|&r| asm.push(r));
         const _: () = assert!(packet::layout::SIZE == 24);
         asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the first PacketRef)
@@ -1081,6 +1111,9 @@ impl CountLoop<'_> {
             };
             asm.op_mem(None, false, &[0x8b], self.wire, wire_len); // mov wire, [rbx + 16] (wire length)
         }
+        if self.verdicts {
+            asm.bytes(&[0x41, 0xc6, 0x45, 0x00, 0x00]); // mov byte [r13], 0 (rejected unless accepted)
+        }
         if self.reads_packet {
             // mov rax, [rbx + r15] (the packet r15 / 24 PacketRefs
             // further on); prefetcht0 [rax]
@@ -1089,16 +1122,30 @@ impl CountLoop<'_> {
         }
     }
 
+    /// An accepted packet: counted (and its verdict byte set to 1).
+    fn accept(&self, asm: &mut Asm) {
+        asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
+        if self.verdicts {
+            asm.bytes(&[0x41, 0xc6, 0x45, 0x00, 0x01]); // mov byte [r13], 1
+        }
+    }
+
     /// The end of a packet's run (where the caller bound its tail): moves
     /// to the next packet (to `top`), and at `done` returns the count,
     /// restoring the registers.
     fn tail(&self, asm: &mut Asm, top: usize, done: usize) {
+        if self.verdicts {
+            asm.bytes(&[0x49, 0xff, 0xc5]); // inc r13
+        }
         asm.bytes(&[0x48, 0x83, 0xc3, packet::layout::SIZE]); // add rbx, 24
         asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
         asm.jcc(Cc::Ne, top);
         asm.bind(done);
         asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
         self.saved.iter().rev().for_each(|&r| asm.pop(r));
+        if self.verdicts {
+            asm.bytes(&[0x41, 0x5d]); // pop r13
+        }
         if self.reads_packet {
             asm.bytes(&[0x41, 0x5f]); // pop r15
         }

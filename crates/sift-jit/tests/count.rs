@@ -131,9 +131,23 @@ fn count_matches_agrees_with_the_per_packet_function() {
                         want,
                         "{expr:?} [{start}..+{n}]"
                     );
-                    // Walked in place, as `PacketRef`s.
+                    // Walked in place, as `PacketRef`s; and each verdict
+                    // written (over stale values, and into a shorter
+                    // slice: only as many as it holds).
                     let refs: Vec<PacketRef> = items.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
                     assert_eq!(f.count_packets(&refs), want, "{expr:?} [{start}..+{n}] in place");
+                    let expected: Vec<bool> = items.iter().map(accepts).collect();
+                    for stale in [false, true] {
+                        let mut got = vec![stale; refs.len() + 1];
+                        assert_eq!(f.verdicts(&refs, &mut got), want, "{expr:?} [{start}..+{n}] verdicts");
+                        assert_eq!(&got[..refs.len()], expected, "{expr:?} [{start}..+{n}] verdicts");
+                        assert_eq!(got[refs.len()], stale, "{expr:?}: past the packets");
+                    }
+                    let half = refs.len() / 2;
+                    let mut got = vec![false; half];
+                    let want_half = expected[..half].iter().filter(|&&v| v).count() as u64;
+                    assert_eq!(f.verdicts(&refs, &mut got), want_half, "{expr:?} [{start}..+{n}] half");
+                    assert_eq!(got, expected[..half], "{expr:?} [{start}..+{n}] half");
                 }
             }
         }
@@ -169,6 +183,9 @@ fn count_matches_agrees_at_either_prefetch_distance() {
                 assert_eq!(jit.count_matches(part, |p| (p.0, p.1)), want, "{expr:?} stride {stride} from {start}");
                 let refs: Vec<PacketRef> = part.iter().map(|&(d, w)| PacketRef::new(d, w)).collect();
                 assert_eq!(jit.count_packets(&refs), want, "{expr:?} stride {stride} from {start} in place");
+                let mut got = vec![false; refs.len()];
+                assert_eq!(jit.verdicts(&refs, &mut got), want, "{expr:?} stride {stride} from {start} verdicts");
+                assert!(got.iter().zip(part).all(|(&g, p)| g == (jit.run(p.0, p.1) != 0)), "{expr:?} stride {stride}");
             }
         }
     }
@@ -192,6 +209,9 @@ fn constant_filters_have_no_code() {
         assert_eq!(n, if k != 0 { packets.len() as u64 } else { 0 });
         let refs: Vec<PacketRef> = packets.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
         assert_eq!(f.count_packets(&refs), n);
+        let mut got = vec![k == 0; refs.len()];
+        assert_eq!(f.verdicts(&refs, &mut got), n);
+        assert!(got.iter().all(|&v| v == (k != 0)));
         let mut out = vec![7; 3];
         f.run_batch(&[(&[][..], 0), (&[1][..], 1)], &mut out);
         assert_eq!(out, [k, k, 7]);

@@ -122,6 +122,11 @@ fn tcpdump_programs_agree_with_the_interpreter() {
                             let refs: Vec<sift_jit::PacketRef> =
                                 packets.iter().map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
                             assert_eq!(jit.count_packets(&refs), accepted, "{dlt} {expr:?} (optimize {optimize}): in place");
+                            let mut verdicts = vec![false; refs.len()];
+                            assert_eq!(jit.verdicts(&refs, &mut verdicts), accepted, "{dlt} {expr:?}: verdicts");
+                            for ((d, w), v) in packets.iter().zip(&verdicts) {
+                                assert_eq!(*v, interp.run(d, *w) != 0, "{dlt} {expr:?} (optimize {optimize}): verdict of {d:02x?}");
+                            }
                             programs += 1;
                             runs += packets.len();
                         }

@@ -109,6 +109,7 @@ fn lowered_expressions_agree_with_the_evaluator_and_the_interpreter() {
             // `BATCH` packets) accepts the same packets.
             assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {expr:?}");
             assert_eq!(jit.count_packets(&packet_refs(&batch)), accepted, "count in place: {expr:?}");
+            assert_verdicts(&jit, &batch, accepted, &expr);
             preds += 1;
             runs += 100;
         }
@@ -304,6 +305,7 @@ fn agrees_on_random_packets(jit: &JitFilter, p: &Pred, accept: u32, rng: &mut Rn
     batch.extend_from_within(..);
     assert_eq!(jit.count_matches(&batch, |p| (&p.0, p.1)), accepted, "count: {p:?}");
     assert_eq!(jit.count_packets(&packet_refs(&batch)), accepted, "count in place: {p:?}");
+    assert_verdicts(jit, &batch, accepted, p);
 }
 
 /// `n` predicates from `make` (a predicate and its accept value, from a
@@ -484,4 +486,14 @@ fn predicates_sharing_operands_and_indexes_agree_with_the_evaluator() {
 /// The packets of `batch` as the count function walks them in place.
 fn packet_refs(batch: &[(Vec<u8>, u32)]) -> Vec<sift_jit::PacketRef<'_>> {
     batch.iter().map(|p| sift_jit::PacketRef::new(&p.0, p.1)).collect()
+}
+
+/// The verdict function writes each packet's verdict (the per-packet
+/// function's), `accepted` of them true.
+fn assert_verdicts(jit: &JitFilter, batch: &[(Vec<u8>, u32)], accepted: u64, what: &impl std::fmt::Debug) {
+    let mut verdicts = vec![false; batch.len()];
+    assert_eq!(jit.verdicts(&packet_refs(batch), &mut verdicts), accepted, "verdicts: {what:?}");
+    for ((data, wire), v) in batch.iter().zip(&verdicts) {
+        assert_eq!(*v, jit.run(data, *wire) != 0, "verdict: {what:?}\npacket {data:02x?} wire {wire}");
+    }
 }

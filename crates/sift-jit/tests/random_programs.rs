@@ -257,6 +257,12 @@ fn check(prog: &[Insn], packets: &[(Vec<u8>, u32)]) -> bool {
     // And walked in place (`count_packets`).
     let refs: Vec<sift_jit::PacketRef> = five.iter().map(|p| sift_jit::PacketRef::new(&p.0, p.1)).collect();
     assert_eq!(jit.count_packets(&refs), 5 * accepted, "count in place: program {prog:?}");
+    // And each verdict (the verdict function).
+    let mut verdicts = vec![false; refs.len()];
+    assert_eq!(jit.verdicts(&refs, &mut verdicts), 5 * accepted, "verdicts: program {prog:?}");
+    for (item, v) in five.iter().zip(&verdicts) {
+        assert_eq!(*v, interp.run(&item.0, item.1) != 0, "verdict: program {prog:?}\npacket {:02x?} wire {}", item.0, item.1);
+    }
     true
 }
 

@@ -105,11 +105,12 @@ pub trait Engines: Sync {
     fn jit_pred(&self, _pred: &Pred, _snaplen: u32) -> Option<Result<Interp, String>> {
         None
     }
-    /// How many of `packets` the JIT straight from a predicate accepts,
-    /// counted by its batch entry point (the count function walking the
-    /// packets in place: what `sift::Filter::count_packets` runs); `None`:
-    /// not part of this engine set or platform.
-    fn jit_pred_count(&self, _pred: &Pred, _snaplen: u32, _packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
+    /// What the batch entry points of the JIT straight from a predicate
+    /// make of `packets`: how many its count function counts (walking the
+    /// packets in place: `sift::Filter::count_packets`), and the verdicts
+    /// its verdict function writes (`sift::Filter::verdicts`); `None`: not
+    /// part of this engine set or platform.
+    fn jit_pred_batch(&self, _pred: &Pred, _snaplen: u32, _packets: &[(Vec<u8>, u32)]) -> Option<Result<(u64, Vec<bool>), String>> {
         None
     }
 }
@@ -159,12 +160,14 @@ impl Engines for SiftEngines {
         }
     }
 
-    fn jit_pred_count(&self, pred: &Pred, snaplen: u32, packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
+    fn jit_pred_batch(&self, pred: &Pred, snaplen: u32, packets: &[(Vec<u8>, u32)]) -> Option<Result<(u64, Vec<bool>), String>> {
         match sift_jit::JitFilter::from_pred_with(pred, snaplen) {
             Ok(j) => {
                 let refs: Vec<sift_jit::PacketRef<'_>> =
                     packets.iter().map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
-                Some(Ok(j.count_packets(&refs)))
+                let mut verdicts = vec![false; refs.len()];
+                j.verdicts(&refs, &mut verdicts);
+                Some(Ok((j.count_packets(&refs), verdicts)))
             }
             Err(sift_jit::JitError::Unsupported) => None,
             Err(e) => Some(Err(e.to_string())),
@@ -714,8 +717,9 @@ pub enum Kind {
     Panic,
     /// libpcap's own program could not be run safely (harness problem).
     Oracle,
-    /// The JIT's count function (its batch entry point) counted another
-    /// number of packets than its per-packet function accepts.
+    /// The JIT's count function (a batch entry point) counted another
+    /// number of packets than its per-packet function accepts, or its
+    /// verdict function wrote another verdict than it gives.
     Count,
 }
 
@@ -866,8 +870,8 @@ pub struct Report {
     pub jit_pred_compared: usize,
     /// Verdicts of the kernel compared with libpcap.
     pub kernel_compared: usize,
-    /// Expressions whose packets the JIT's count function counted, compared
-    /// with its per-packet verdicts.
+    /// Expressions whose packets the JIT's count and verdict functions
+    /// judged, compared with its per-packet verdicts.
     pub count_compared: usize,
     /// Expressions whose programs (sift's and libpcap's alike) the kernel
     /// refuses, so its column is skipped (typically programs too large for
@@ -1046,7 +1050,7 @@ impl fmt::Display for Report {
         writeln!(f, "accepted by link type: {}", per_lt.join(", "))?;
         writeln!(
             f,
-            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, eval(optimized) {}, interp {}, jit {}, jit(optimized IR) {}, kernel {}; expressions whose JIT count function was checked: {}",
+            "packets: {} ({:.1}% accepted by libpcap); compared with libpcap: eval {}, eval(optimized) {}, interp {}, jit {}, jit(optimized IR) {}, kernel {}; expressions whose JIT count and verdict functions were checked: {}",
             self.packets,
             pct(self.libpcap_matches, self.packets),
             self.eval_compared,
@@ -1393,18 +1397,26 @@ fn one_expression(
         let refs: Vec<&[u8]> = pkts.iter().map(|p| p.0.as_slice()).collect();
         k.accepts_batch(&refs).ok()
     });
-    // The JIT's batch entry point counts exactly the packets its
-    // per-packet function accepts.
+    // The JIT's batch entry points count exactly the packets its
+    // per-packet function accepts, and write its verdicts.
     if let Some(per_packet) = jit_pred.as_ref() {
-        let want = pkts.iter().filter(|(d, w)| per_packet(d, *w) != 0).count() as u64;
-        match engines.jit_pred_count(run_pred, snaplen, &pkts) {
-            Some(Ok(n)) if n == want => report.count_compared += 1,
-            Some(Ok(n)) => report.record(
-                dis(Kind::Count, None, Some(format!("count function: {n} of {} packets, per-packet function: {want}", pkts.len())), None),
-                c.max_details,
-            ),
-            Some(Err(e)) => report.record(dis(Kind::Count, None, Some(format!("count function: {e}")), None), c.max_details),
-            None => {}
+        let want: Vec<bool> = pkts.iter().map(|(d, w)| per_packet(d, *w) != 0).collect();
+        let accepted = want.iter().filter(|&&v| v).count() as u64;
+        let batch = engines.jit_pred_batch(run_pred, snaplen, &pkts);
+        let problem = match &batch {
+            Some(Ok((n, _))) if *n != accepted => {
+                Some(format!("count function: {n} of {} packets, per-packet function: {accepted}", pkts.len()))
+            }
+            Some(Ok((_, verdicts))) => want.iter().zip(verdicts).position(|(w, v)| w != v).map(|i| {
+                let (data, wire) = &pkts[i];
+                format!("verdict function: packet #{} ({data:02x?}, wire {wire}) {}, per-packet function {}", i + 1, verdicts[i], want[i])
+            }),
+            Some(Err(e)) => Some(format!("count function: {e}")),
+            None => None,
+        };
+        match problem {
+            Some(p) => report.record(dis(Kind::Count, None, Some(p), None), c.max_details),
+            None => report.count_compared += usize::from(batch.is_some()),
         }
     }
     let mut reported = false;
@@ -1974,8 +1986,9 @@ mod tests {
     }
 
     /// [`Fake`] with a JIT straight from the predicate whose per-packet
-    /// function is right and whose count function counts nothing.
-    struct MiscountingJit;
+    /// function is right, and whose count function counts nothing (`true`)
+    /// or whose verdict function says no to every packet (`false`).
+    struct MiscountingJit(bool);
 
     impl Engines for MiscountingJit {
         fn lower(&self, expr: &str, opts: &LowerOptions) -> Result<Pred, String> {
@@ -1998,21 +2011,29 @@ mod tests {
             Some(Ok(Box::new(move |_, w| if w <= 100 { snaplen } else { 0 })))
         }
 
-        fn jit_pred_count(&self, _pred: &Pred, _snaplen: u32, _packets: &[(Vec<u8>, u32)]) -> Option<Result<u64, String>> {
-            Some(Ok(0))
+        fn jit_pred_batch(&self, _pred: &Pred, _snaplen: u32, packets: &[(Vec<u8>, u32)]) -> Option<Result<(u64, Vec<bool>), String>> {
+            let verdicts: Vec<bool> = packets.iter().map(|(_, w)| *w <= 100).collect();
+            let count = verdicts.iter().filter(|&&v| v).count() as u64;
+            Some(Ok(if self.0 { (0, verdicts) } else { (count, vec![false; packets.len()]) }))
         }
     }
 
     /// A count function that counts other packets than its per-packet
-    /// function accepts is a disagreement of its own.
+    /// function accepts, or a verdict function that writes other verdicts,
+    /// is a disagreement of its own.
     #[test]
     fn a_miscounting_count_function_is_reported() {
-        let c = Campaign { linktype: Some(LinkType::EN10MB), ..Campaign::new(1, 0, 300, true) };
-        let mut report = Report::default();
-        let mut worker = Worker { kernel: None };
-        one_expression(&c, &MiscountingJit, &mut worker, &mut report, 0, LinkType::EN10MB, None, "less 100");
-        assert_eq!(report.by_kind.get(&Kind::Count), Some(&1), "{report}");
-        assert_eq!(report.count_compared, 0);
+        for miscount in [true, false] {
+            let c = Campaign { linktype: Some(LinkType::EN10MB), ..Campaign::new(1, 0, 300, true) };
+            let mut report = Report::default();
+            let mut worker = Worker { kernel: None };
+            let engines = MiscountingJit(miscount);
+            one_expression(&c, &engines, &mut worker, &mut report, 0, LinkType::EN10MB, None, "less 100");
+            assert_eq!(report.by_kind.get(&Kind::Count), Some(&1), "{report}");
+            assert_eq!(report.count_compared, 0);
+            let function = if miscount { "count function" } else { "verdict function" };
+            assert!(report.disagreements.iter().any(|d| d.sift.as_deref().is_some_and(|e| e.starts_with(function))), "{report}");
+        }
         let r = fake_case("less 100");
         assert_eq!(r.by_kind.get(&Kind::Count), None, "{r}");
     }

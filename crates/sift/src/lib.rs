@@ -423,6 +423,39 @@ impl Filter {
         }
     }
 
+    /// Each packet's verdict: `verdicts[i]` is set to whether `packets[i]`
+    /// matches (stopping at the shorter of the two slices); returns how
+    /// many match. The JIT runs its verdict function, which walks the
+    /// packets in place in one call and writes each verdict
+    /// (`sift_jit::JitFilter::verdicts`); the other engines run
+    /// [`Filter::matches`] on each packet.
+    ///
+    /// ```
+    /// use sift::{CompileOptions, Filter, PacketRef};
+    ///
+    /// let filter = Filter::new("ip", &CompileOptions::default()).unwrap();
+    /// let mut ipv4 = [0u8; 34];
+    /// ipv4[12] = 0x08;
+    /// let arp = [0u8; 42];
+    /// let packets: Vec<PacketRef> = (0..100)
+    ///     .map(|i| if i % 4 == 0 { PacketRef::new(&ipv4, 60) } else { PacketRef::new(&arp, 60) })
+    ///     .collect();
+    /// let mut verdicts = vec![false; packets.len()];
+    /// assert_eq!(filter.verdicts(&packets, &mut verdicts), 25);
+    /// assert!(verdicts[0] && !verdicts[1]);
+    /// ```
+    pub fn verdicts(&self, packets: &[PacketRef<'_>], verdicts: &mut [bool]) -> u64 {
+        if let Runner::Jit(j) = &self.runner {
+            return j.verdicts(packets, verdicts);
+        }
+        let mut accepted = 0;
+        for (p, v) in packets.iter().zip(verdicts.iter_mut()) {
+            *v = self.matches(p.data(), p.wire_len());
+            accepted += u64::from(*v);
+        }
+        accepted
+    }
+
     /// The engine actually running the filter (`Meta` resolves to one).
     pub fn engine(&self) -> Engine {
         match self.runner {
@@ -495,6 +528,11 @@ mod tests {
         assert_eq!(f.count_matches(packets, parts), want_count, "{what}: count");
         let refs: Vec<PacketRef> = packets.iter().map(|p| PacketRef::new(&p.0, p.1)).collect();
         assert_eq!(f.count_packets(&refs), want_count, "{what}: count in place");
+        let mut verdicts = vec![false; refs.len()];
+        assert_eq!(f.verdicts(&refs, &mut verdicts), want_count, "{what}: verdicts");
+        for ((data, wire), v) in packets.iter().zip(verdicts) {
+            assert_eq!(v, want.matches(data, *wire), "{what}: verdict of {data:02x?} (wire {wire})");
+        }
     }
 
     /// The JIT engine compiles the optimized predicate directly (classic

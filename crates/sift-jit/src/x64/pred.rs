@@ -778,14 +778,15 @@ fn reads_len(p: &Pred) -> bool {
     }
 }
 
-/// Emits the whole function (jumps unpatched, see [`Asm::finish`]): the
-/// per-packet function, or with `count` the count function (the
-/// signature and loop of the cBPF compiler's, see the module
-/// documentation of `x64`: `rbx` walks the `PacketRef`s, `r12` holds their
-/// end, `r14` counts, `r15` holds the prefetch distance; the wire length
-/// of the packet goes to `r8d`). Also returns
-/// whether the code reads the wire length.
-fn emit(pred: &Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
+/// Emits the whole `function` (jumps unpatched, see [`Asm::finish`]): the
+/// per-packet function, or the count or verdict function (the signatures
+/// and loop of the cBPF compiler's, see the module documentation of `x64`:
+/// `rbx` walks the `PacketRef`s, `r12` holds their end, `r14` counts, `r15`
+/// holds the prefetch distance, `r13` walks the verdict bytes; the wire
+/// length of the packet goes to `r8d`). Also returns whether the code reads
+/// the wire length.
+fn emit(pred: &Pred, accept: u32, function: Function, asm: &mut Asm) -> Option<bool> {
+    let count = function != Function::Single;
     let mut regs = 0;
     // Every packet the predicate accepts has at least `accept_len` bytes.
     let (accept_len, _) = scan(pred, 0, &mut regs, MAX_DEPTH)?;
@@ -803,7 +804,7 @@ fn emit(pred: &Pred, accept: u32, count: bool, asm: &mut Asm) -> Option<bool> {
         known: Known::NOTHING,
         operand_reused: false,
     };
-    let done = emit_body(&mut cx, pred, accept, accept_len, count, reads_len, saved);
+    let done = emit_body(&mut cx, pred, accept, accept_len, function, reads_len, saved);
     // The buffers go back to the scratch assembler in any case.
     *asm = cx.asm;
     done.map(|()| reads_len)
@@ -816,10 +817,11 @@ fn emit_body<'p>(
     pred: &'p Pred,
     accept: u32,
     accept_len: u64,
-    count: bool,
+    function: Function,
     reads_len: bool,
     saved: &[u8],
 ) -> Option<()> {
+    let count = function != Function::Single;
     let accept_label = cx.new_label();
     cx.reject = cx.new_label();
     let (top, done) = (cx.new_label(), cx.new_label());
@@ -827,6 +829,7 @@ fn emit_body<'p>(
     let counting = CountLoop {
         reads_len,
         reads_packet: true,
+        verdicts: function == Function::Verdicts,
         wire: R8,
         saved,
     };
@@ -849,7 +852,7 @@ fn emit_body<'p>(
     if count {
         cx.asm.bind(accept_label);
         if accept != 0 {
-            cx.asm.bytes(&[0x49, 0xff, 0xc6]); // inc r14
+            counting.accept(&mut cx.asm);
         }
         cx.asm.bind(cx.reject);
         counting.tail(&mut cx.asm, top, done);
@@ -869,19 +872,25 @@ fn emit_body<'p>(
 /// `install`. `None`: too deep or too many registers needed.
 pub(crate) fn compile<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
     with_scratch_asm(|asm| {
-        emit(pred, accept, false, asm)?;
+        emit(pred, accept, Function::Single, asm)?;
         asm.finish()?;
         Some(install(&asm.code))
     })
 }
 
-/// Compiles a predicate to a count function (the signature of the cBPF
-/// compiler's, see `x64`'s module documentation) counting the packets for
-/// which it holds (`accept` non-zero), and hands its code to `install`. `None`: too deep, or more
-/// registers needed than a count function has.
-pub(crate) fn compile_count<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
+/// Compiles a predicate to a count or verdict `function` (the signatures
+/// of the cBPF compiler's, see `x64`'s module documentation) counting the
+/// packets for which it holds (`accept` non-zero), and hands its code to
+/// `install`. `None`: too deep, or more registers needed than a count
+/// function has.
+pub(crate) fn compile_count<R>(
+    pred: &Pred,
+    accept: u32,
+    function: Function,
+    install: impl FnOnce(&[u8]) -> R,
+) -> Option<R> {
     with_scratch_asm(|asm| {
-        emit(pred, accept, true, asm)?;
+        emit(pred, accept, function, asm)?;
         asm.finish()?;
         Some(install(&asm.code))
     })
