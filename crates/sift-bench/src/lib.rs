@@ -62,10 +62,11 @@ usage: sift bench [options]
   --filters F[,F...]   filter names or groups: all, pflua, swift, bpfperf, misc, ftp (default: all)
   --expr EXPR          also benchmark this expression (repeatable; named expr1, expr2, ...)
   --engines E[,E...]   engines (default: libpcap,jit,interp,handwritten,accept-all; 'all' adds jit-gather,
-                       jit-cbpf, dynamic, reference; --list describes them): jit is sift's JIT of the
-                       optimized predicate (sift::Engine::Jit), jit-gather the same through the generic
-                       batch entry point, jit-cbpf its JIT of the optimized classic BPF program;
-                       every engine is handed the packets as one slice of sift::PacketRef
+                       jit-verdicts, jit-single, jit-cbpf, dynamic, reference; --list describes them): jit
+                       is sift's JIT of the optimized predicate (sift::Engine::Jit), jit-gather the same
+                       through the generic batch entry point, jit-verdicts writing each packet's verdict,
+                       jit-single one call per packet, jit-cbpf its JIT of the optimized classic BPF
+                       program; every engine is handed the packets as one slice of sift::PacketRef
   --samples N          samples per filter × engine after one warm-up pass (default 20)
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall

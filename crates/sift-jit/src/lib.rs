@@ -155,8 +155,8 @@ pub const PREFETCH_FAR_SPAN: usize = 64 << 20;
 const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 
 /// How far ahead the count function prefetches, from the `first` packets
-/// (their average distance in memory) and the number of packets
-/// to count: [`PREFETCH_AHEAD`] when they span more than
+/// (the average distance in memory of up to a window's worth of them) and
+/// the number of packets to count: [`PREFETCH_AHEAD`] when they span more than
 /// [`PREFETCH_FAR_SPAN`] bytes, else [`PREFETCH_NEAR`].
 ///
 /// The distance should cover the time a packet's first line takes to
@@ -170,6 +170,7 @@ const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 /// ahead (the hand-written filter 4–7 ns), 2026-11-26.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn prefetch_distance(first: &[PacketRef<'_>], packets: usize) -> usize {
+    let first = &first[..first.len().min(exec::WINDOW)];
     let (Some(a), Some(b)) = (first.first(), first.last()) else {
         return PREFETCH_NEAR;
     };
@@ -460,7 +461,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.code.is_some() && packets.len() >= BATCH {
             if let Some(counter) = self.counter() {
-                let ahead = prefetch_distance(&packets[..exec::WINDOW.min(packets.len())], packets.len());
+                let ahead = prefetch_distance(packets, packets.len());
                 return counter.count_in_place(packets, ahead);
             }
         }
@@ -481,7 +482,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.code.is_some() && n >= BATCH {
             if let Some(verdicter) = self.verdicter() {
-                let ahead = prefetch_distance(&packets[..exec::WINDOW.min(n)], n);
+                let ahead = prefetch_distance(packets, n);
                 return verdicter.verdicts_in_place(packets, ahead, verdicts);
             }
         }

@@ -377,8 +377,7 @@ pub const TUNNEL_TEST_REEVALUATED: &str =
 /// offsets (compat.md #28).
 fn tunnel_test_holds(engines: &dyn Engines, opts: &LowerOptions, expr: &str, data: &[u8], wire: u32) -> bool {
     ["geneve", "vxlan"].into_iter().any(|tunnel| {
-        expr.split(|c: char| !is_word_char(c)).any(|w| w == tunnel)
-            && engines.lower(tunnel, opts).is_ok_and(|p| engines.eval(&p, data, wire))
+        tunnels(expr).any(|w| w == tunnel) && engines.lower(tunnel, opts).is_ok_and(|p| engines.eval(&p, data, wire))
     })
 }
 
@@ -448,7 +447,12 @@ fn program_too_large_exempt(lt: LinkType, expr: &str, pred: &Pred, err: &str) ->
 /// How many `geneve`/`vxlan` primitives the expression holds (each makes
 /// per-case copies of what follows it: docs/compat.md #30).
 pub fn tunnel_count(expr: &str) -> usize {
-    expr.split(|c: char| !is_word_char(c)).filter(|w| *w == "geneve" || *w == "vxlan").count()
+    tunnels(expr).count()
+}
+
+/// The `geneve`/`vxlan` keywords of the expression, in order.
+fn tunnels(expr: &str) -> impl Iterator<Item = &str> {
+    expr.split(|c: char| !is_word_char(c)).filter(|w| *w == "geneve" || *w == "vxlan")
 }
 
 /// A character of a keyword, name or number in an expression's text (what
