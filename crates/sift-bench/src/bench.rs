@@ -62,7 +62,7 @@ impl Workload {
     }
 
     /// The packets as every engine is handed them: one slice of
-    /// [`PacketRef`]s (captured bytes and wire length, 24 bytes each), as
+    /// [`PacketRef`]s (captured bytes and wire length, 16 bytes each), as
     /// a zero-copy capture reader would give them; sift's batch entry point
     /// for them (`Filter::count_packets`) walks the slice in place.
     pub fn packet_refs(&self) -> Vec<PacketRef<'_>> {

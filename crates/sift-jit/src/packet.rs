@@ -7,7 +7,8 @@ use std::marker::PhantomData;
 
 /// A packet to filter: its captured bytes (borrowed) and its wire length,
 /// laid out as the JIT's count function reads them: the bytes' address at
-/// offset 0, their length at 8, the wire length at 16 (24 bytes, `repr(C)`).
+/// offset 0, their length at 8 and the wire length at 12, both 32 bits
+/// (16 bytes, `repr(C)`: four to a cache line).
 ///
 /// A slice of these is what [`crate::JitFilter::count_packets`] filters in
 /// place: its machine code walks the slice itself, with no copy of any
@@ -29,7 +30,7 @@ use std::marker::PhantomData;
 #[derive(Clone, Copy)]
 pub struct PacketRef<'a> {
     ptr: *const u8,
-    caplen: usize,
+    caplen: u32,
     wire_len: u32,
     _data: PhantomData<&'a [u8]>,
 }
@@ -38,12 +39,12 @@ pub struct PacketRef<'a> {
 pub(crate) mod layout {
     /// Offset of the address of the captured bytes.
     pub(crate) const PTR: u8 = 0;
-    /// Offset of the captured length (8 bytes).
+    /// Offset of the captured length (4 bytes).
     pub(crate) const CAPLEN: u8 = 8;
     /// Offset of the wire length (4 bytes).
-    pub(crate) const WIRE_LEN: u8 = 16;
+    pub(crate) const WIRE_LEN: u8 = 12;
     /// The size of a `PacketRef`: the stride of the slice.
-    pub(crate) const SIZE: u8 = 24;
+    pub(crate) const SIZE: u8 = 16;
 }
 
 const _: () = {
@@ -73,11 +74,14 @@ impl<'a> PacketRef<'a> {
     };
 
     /// The packet with captured bytes `data` and wire length `wire_len`.
+    ///
+    /// Lengths are 32 bits, as in a capture file's records: of a slice
+    /// longer than `u32::MAX` bytes only the first `u32::MAX` are kept.
     #[inline(always)]
     pub fn new(data: &'a [u8], wire_len: u32) -> PacketRef<'a> {
         PacketRef {
             ptr: data.as_ptr(),
-            caplen: data.len(),
+            caplen: u32::try_from(data.len()).unwrap_or(u32::MAX),
             wire_len,
             _data: PhantomData,
         }
@@ -86,13 +90,14 @@ impl<'a> PacketRef<'a> {
     /// The captured bytes.
     #[inline(always)]
     pub fn data(&self) -> &'a [u8] {
-        // SAFETY: `ptr` and `caplen` are those of a `&'a [u8]` (the fields
-        // are private and only `new` sets them, from such a slice; `EMPTY`
+        // SAFETY: `ptr` and `caplen` are those of a `&'a [u8]` or of a
+        // prefix of one (the fields are private and only `new` sets them,
+        // from such a slice, cutting the length to 32 bits; `EMPTY`
         // is the empty slice's dangling, aligned, non-null pointer), which
         // the `PhantomData` keeps borrowed for `'a`.
         #[allow(unsafe_code)]
         unsafe {
-            std::slice::from_raw_parts(self.ptr, self.caplen)
+            std::slice::from_raw_parts(self.ptr, self.caplen as usize)
         }
     }
 

@@ -23,7 +23,7 @@
 //! With `count`, [`compile`] emits the same program as a loop over many
 //! packets, `extern "sysv64" fn(packets: *const PacketRef, n: usize,
 //! ahead: usize) -> u64` (`PacketRef` is `crate::PacketRef`: packet
-//! pointer at 0, captured length at 8, wire length at 16, 24 bytes; `n` of
+//! pointer at 0, captured length at 8, wire length at 12, 16 bytes; `n` of
 //! them to filter, each followed `ahead` bytes further (at most
 //! `PREFETCH_AHEAD` of them) by one whose packet is prefetched)
 //! returning how many packets it accepted: `rbx` walks the `PacketRef`s,
@@ -1092,30 +1092,31 @@ impl CountLoop<'_> {
             asm.bytes(&[0x49, 0x89, 0xcd]); // mov r13, rcx (the verdict bytes)
         }
         self.saved.iter().for_each(|&r| asm.push(r));
-        const _: () = assert!(packet::layout::SIZE == 24);
+        const _: () = assert!(packet::layout::SIZE == 16);
         asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the first PacketRef)
-        asm.bytes(&[0x48, 0x8d, 0x34, 0x76]); // lea rsi, [rsi + rsi * 2]
-        asm.bytes(&[0x4c, 0x8d, 0x24, 0xf7]); // lea r12, [rdi + rsi * 8] (the end)
+        asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
+        asm.bytes(&[0x4c, 0x8d, 0x24, 0x37]); // lea r12, [rdi + rsi] (the end)
         asm.bytes(&[0x45, 0x31, 0xf6]); // xor r14d, r14d (the count)
         asm.bytes(&[0x48, 0x85, 0xf6]); // test rsi, rsi
         asm.jcc(Cc::E, done);
         asm.bind(top);
         const _: () = assert!(packet::layout::PTR == 0);
         asm.bytes(&[0x48, 0x8b, 0x3b]); // mov rdi, [rbx] (packet pointer)
-        asm.bytes(&[0x48, 0x8b, 0x73, packet::layout::CAPLEN]); // mov rsi, [rbx + 8] (captured length)
+        // mov esi, [rbx + 8] (captured length, zero-extended to rsi)
+        asm.bytes(&[0x8b, 0x73, packet::layout::CAPLEN]);
         if self.reads_len {
             let wire_len = Mem {
                 base: 3, // rbx
                 index: None,
                 disp: i32::from(packet::layout::WIRE_LEN),
             };
-            asm.op_mem(None, false, &[0x8b], self.wire, wire_len); // mov wire, [rbx + 16] (wire length)
+            asm.op_mem(None, false, &[0x8b], self.wire, wire_len); // mov wire, [rbx + 12] (wire length)
         }
         if self.verdicts {
             asm.bytes(&[0x41, 0xc6, 0x45, 0x00, 0x00]); // mov byte [r13], 0 (rejected unless accepted)
         }
         if self.reads_packet {
-            // mov rax, [rbx + r15] (the packet r15 / 24 PacketRefs
+            // mov rax, [rbx + r15] (the packet r15 / 16 PacketRefs
             // further on); prefetcht0 [rax]
             asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
             asm.bytes(&[0x0f, 0x18, 0x08]);
@@ -1137,7 +1138,7 @@ impl CountLoop<'_> {
         if self.verdicts {
             asm.bytes(&[0x49, 0xff, 0xc5]); // inc r13
         }
-        asm.bytes(&[0x48, 0x83, 0xc3, packet::layout::SIZE]); // add rbx, 24
+        asm.bytes(&[0x48, 0x83, 0xc3, packet::layout::SIZE]); // add rbx, 16
         asm.bytes(&[0x4c, 0x39, 0xe3]); // cmp rbx, r12
         asm.jcc(Cc::Ne, top);
         asm.bind(done);

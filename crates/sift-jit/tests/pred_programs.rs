@@ -483,6 +483,55 @@ fn predicates_sharing_operands_and_indexes_agree_with_the_evaluator() {
     });
 }
 
+/// `load & mask == k`, which the compiler compares on the bytes as loaded
+/// (mask and constant in network order): two- and four-byte loads, absolute
+/// and indexed, masks wider than the load, constants inside and outside
+/// the mask and the load's range, runs of tests of one masked load, and
+/// the masked load used again as a value.
+#[test]
+fn masked_compares_agree_with_the_evaluator() {
+    if !JitFilter::is_supported() {
+        return;
+    }
+    campaign("masked compares", 20_000, SEED ^ 4, |rng| {
+        let masked = |rng: &mut Rng| {
+            let size = *rng.pick(&[Size::Half, Size::Word, Size::Byte]);
+            let load = if rng.chance(0.3) {
+                Value::load_indexed(size, index(rng, 1), rng.below(30) as u32)
+            } else {
+                Value::load(size, offset(rng))
+            };
+            let mask = if rng.chance(0.5) {
+                *rng.pick(&[0xff00, 0xfff0, 0x1fff, 0xffff_ff00, 0xffff_0000, 0x00ff_ff00, 0xf0f0_f0f0, 0x1_ff00, 0xffff_ffff])
+            } else {
+                constant(rng)
+            };
+            let value = load.bin(BinOp::And, Value::Const(mask));
+            let k = match rng.below(4) {
+                0 => rng.next_u32() & mask,
+                1 => rng.next_u32() & mask & 0xffff,
+                2 => constant(rng),
+                _ => 0,
+            };
+            (value, k)
+        };
+        let mut tests = Vec::new();
+        for _ in 0..1 + rng.below(4) {
+            let (v, k) = masked(rng);
+            tests.push(Pred::eq(v.clone(), k));
+            if rng.chance(0.3) {
+                // The same masked load again: tested once more, or compared.
+                tests.push(Pred::eq(v.clone(), k ^ 0x100));
+            }
+            if rng.chance(0.2) {
+                tests.push(Pred::test(v, CmpOp::Gt, Value::Const(constant(rng))));
+            }
+        }
+        let p = if rng.chance(0.5) { Pred::Or(tests) } else { Pred::And(tests) };
+        (if rng.chance(0.2) { p.not() } else { p }, 1)
+    });
+}
+
 /// The packets of `batch` as the count function walks them in place.
 fn packet_refs(batch: &[(Vec<u8>, u32)]) -> Vec<sift_jit::PacketRef<'_>> {
     batch.iter().map(|p| sift_jit::PacketRef::new(&p.0, p.1)).collect()

@@ -398,7 +398,7 @@ impl Filter {
     }
 
     /// How many of `packets` match: [`Filter::count_matches`] for packets
-    /// kept as [`PacketRef`]s (captured bytes and wire length, 24 bytes
+    /// kept as [`PacketRef`]s (captured bytes and wire length, 16 bytes
     /// each), which the JIT's count function walks in place, one call for
     /// the whole slice (`sift_jit::JitFilter::count_packets`) instead of
     /// copying each packet's address and lengths into a window of its own

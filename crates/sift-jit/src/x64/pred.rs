@@ -23,9 +23,11 @@
 //! offset already checked against it; and the operand of the last test,
 //! kept in the first value register for the next tests of the same value.
 //! A test of a packet load against a constant (`==` or `&`) compares the
-//! bytes in memory with the constant in network order, unless the next
-//! test has the same operand (a run of compares of one value loads it
-//! once).
+//! bytes in memory with the constant in network order, and a masked two-
+//! or four-byte load (`ld & mask == k`, as in `net`) is loaded as it is and
+//! compared with the mask and constant in network order (no byte swap),
+//! unless the next test has the same operand (a run of compares of one
+//! value loads it once).
 //!
 //! Trees too deep for the recursion limit, values needing more than
 //! nine registers, and `protochain` walks are refused (`None`); the caller
@@ -78,6 +80,14 @@ fn need_both(na: usize, nb: usize) -> usize {
 /// network order (`==` on a constant that fits the load, or `&`).
 fn is_raw_op(op: CmpOp, size: Size, k: u32) -> bool {
     op == CmpOp::Set || (op == CmpOp::Eq && u64::from(k) < 1u64 << (8 * size.bytes()))
+}
+
+/// Whether `load & mask == k` can compare the loaded bytes with the mask
+/// and `k` in network order: a two- or four-byte load and a `k` that fits
+/// it (the loaded value is zero-extended, so a mask's bits above it only
+/// meet zeros).
+fn is_raw_masked(size: Size, k: u32) -> bool {
+    size != Size::Byte && u64::from(k) < 1u64 << (8 * size.bytes())
 }
 
 /// Whether a test compares an absolute packet load with a constant in
@@ -462,6 +472,43 @@ impl<'p> Ctx<'p> {
                     Some(i) => self.indexed_operand(i, *offset, *size, self.regs, depth)?,
                 };
                 raw_compare(&mut self.asm, width(*size), m, *k, *op == CmpOp::Eq);
+                branch(&mut self.asm, cc, t, f, next);
+            }
+            (Value::Bin(BinOp::And, a, b), Value::Const(k))
+                if *op == CmpOp::Eq && !self.holds(lhs) && !self.operand_reused =>
+            {
+                match (&**a, &**b) {
+                    (Value::Load { size, index, offset }, Value::Const(mask))
+                        if is_raw_masked(*size, *k) =>
+                    {
+                        // Raw network-order masked compare: the bytes as
+                        // loaded, the mask and the constant swapped (no
+                        // byte swap of the loaded value).
+                        let m = match index {
+                            None => self.abs_operand(*offset, size.bytes()),
+                            Some(i) => self.indexed_operand(i, *offset, *size, self.regs, depth)?,
+                        };
+                        let d = self.regs[0];
+                        self.known.value = None;
+                        let (mask, k) = match size {
+                            Size::Half => {
+                                // movzx d, word [m]
+                                self.asm.op_mem(None, false, &[0x0f, 0xb7], d, m);
+                                (u32::from((*mask as u16).swap_bytes()), u32::from((*k as u16).swap_bytes()))
+                            }
+                            _ => {
+                                self.asm.op_mem(None, false, &[0x8b], d, m); // mov d, [m]
+                                (mask.swap_bytes(), k.swap_bytes())
+                            }
+                        };
+                        self.asm.alu_ri(false, 4, d, mask); // and d, mask
+                        self.compare_imm(d, CmpOp::Eq, k);
+                    }
+                    _ => {
+                        self.operand(lhs, depth)?;
+                        self.compare_imm(self.regs[0], *op, *k);
+                    }
+                }
                 branch(&mut self.asm, cc, t, f, next);
             }
             (v, Value::Const(k)) => {
