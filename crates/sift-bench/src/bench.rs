@@ -22,6 +22,8 @@ pub struct Workload {
     pub snaplen: u32,
     /// The packets.
     pub packets: Vec<Packet>,
+    /// Which run of this workload it is (`sift bench --repeat`), from 1.
+    pub run: usize,
 }
 
 impl Workload {
@@ -32,6 +34,7 @@ impl Workload {
             linktype: LINKTYPE_ETHERNET,
             snaplen: GEN_SNAPLEN,
             packets: generate(kind, count, seed),
+            run: 1,
         }
     }
 
@@ -58,6 +61,7 @@ impl Workload {
             linktype: cap.linktype(),
             snaplen: cap.snaplen(),
             packets,
+            run: 1,
         })
     }
 
@@ -148,6 +152,8 @@ impl Clock {
 pub struct Measurement {
     /// Workload name.
     pub workload: String,
+    /// Which run of the workload (`sift bench --repeat`), from 1.
+    pub run: usize,
     /// Filter name.
     pub filter: String,
     /// Filter expression.
@@ -322,6 +328,7 @@ pub fn bench_filter(
         );
         let m = Measurement {
             workload: workload.name.clone(),
+            run: workload.run,
             filter: filter.name.clone(),
             expression: filter.expr.clone(),
             engine: name.to_string(),

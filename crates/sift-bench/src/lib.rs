@@ -59,6 +59,9 @@ usage: sift bench [options]
                        repeatable (default: web)
   --count N            packets for generated workloads (default per kind: web 20000, ftp 200000, else 1000000)
   --seed S             seed for generated workloads (default 1)
+  --repeat N           run every workload N times, each loaded or generated afresh (its own memory),
+                       and summarize the spread of the ratios over the runs (default 1; the JSON lines
+                       carry \"run\"; --svg charts the first run)
   --filters F[,F...]   filter names or groups: all, pflua, swift, bpfperf, misc, ftp (default: all)
   --expr EXPR          also benchmark this expression (repeatable; named expr1, expr2, ...)
   --engines E[,E...]   engines (default: libpcap,jit,interp,handwritten,accept-all; 'all' adds jit-gather,
@@ -161,6 +164,8 @@ pub struct BenchArgs {
     pub count: Option<usize>,
     /// Seed for generated workloads.
     pub seed: u64,
+    /// `--repeat`: runs of every workload.
+    pub repeat: usize,
     /// Filter selection (names/groups), `None` = all.
     pub filters: Option<String>,
     /// Extra expressions.
@@ -198,6 +203,7 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
     let args = strip_subcommand(args, "bench");
     let mut b = BenchArgs {
         seed: 1,
+        repeat: 1,
         samples: 20,
         min_sample_ms: 10,
         compile_samples: 21,
@@ -215,6 +221,7 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
             ),
             "--count" | "-c" => b.count = Some(parse_num(value(args, &mut i, a)?, a)?),
             "--seed" => b.seed = parse_num(value(args, &mut i, a)?, a)?,
+            "--repeat" => b.repeat = parse_num(value(args, &mut i, a)?, a)?,
             "--filters" | "--filter" => b.filters = Some(value(args, &mut i, a)?.to_string()),
             "--expr" => b.exprs.push(value(args, &mut i, a)?.to_string()),
             "--engines" | "--engine" => b.engines = Some(value(args, &mut i, a)?.to_string()),
@@ -250,6 +257,9 @@ pub fn parse_bench_args(args: &[String]) -> Result<BenchArgs, String> {
     }
     if b.compile_samples == 0 {
         return Err("--compile-samples must be at least 1".into());
+    }
+    if b.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
     }
     if b.cpu_time && !bench::Clock::ThreadCpu.available() {
         return Err("--cpu-time: the thread CPU clock cannot be read here".into());
@@ -312,10 +322,19 @@ pub fn run(
     };
     let mut all = Vec::new();
     for w in &b.workloads {
-        let workload = workload_for(w, b.count, b.seed)?;
-        eprintln!("{}", workload.summary());
-        for f in &filters {
-            all.extend(bench_filter(&workload, f, &engines, &opts, on_result)?);
+        for run in 1..=b.repeat {
+            // Each run loads or generates the workload afresh (its own
+            // memory), and drops it before the next.
+            let mut workload = workload_for(w, b.count, b.seed)?;
+            workload.run = run;
+            if b.repeat > 1 {
+                eprintln!("{} (run {run} of {})", workload.summary(), b.repeat);
+            } else {
+                eprintln!("{}", workload.summary());
+            }
+            for f in &filters {
+                all.extend(bench_filter(&workload, f, &engines, &opts, on_result)?);
+            }
         }
     }
     Ok(all)
@@ -392,7 +411,8 @@ pub fn bench_main(args: &[String]) -> Result<(), String> {
         let _ = write!(table_out, "\n{summary}");
     }
     if let Some(path) = &b.svg {
-        std::fs::write(path, report::svg_chart(&results)).map_err(|e| format!("{path}: {e}"))?;
+        let first: Vec<Measurement> = results.iter().filter(|m| m.run == 1).cloned().collect();
+        std::fs::write(path, report::svg_chart(&first)).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }

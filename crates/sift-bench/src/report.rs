@@ -38,12 +38,13 @@ fn json_f64(v: f64) -> String {
 pub fn json_line(m: &Measurement) -> String {
     format!(
         concat!(
-            "{{\"workload\":{},\"filter\":{},\"expression\":{},\"engine\":{},\"packets\":{},",
+            "{{\"workload\":{},\"run\":{},\"filter\":{},\"expression\":{},\"engine\":{},\"packets\":{},",
             "\"samples\":{},\"passes_per_sample\":{},\"median_mpps\":{},\"min_mpps\":{},\"max_mpps\":{},",
             "\"ns_per_packet\":{},\"min_ns_per_packet\":{},\"max_ns_per_packet\":{},",
             "\"compile_ns\":{},\"program_size\":{},\"matches\":{}}}"
         ),
         json_string(&m.workload),
+        m.run,
         json_string(&m.filter),
         json_string(&m.expression),
         json_string(&m.engine),
@@ -95,38 +96,91 @@ pub fn table_row(m: &Measurement) -> String {
     )
 }
 
-/// Speed ratios per filter: each engine's median Mpps over `base`'s.
+/// The median of sorted `v` (the mean of the middle two for an even count).
+fn median_sorted(v: &[f64]) -> f64 {
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Speed ratios per filter, per workload run: each engine's median Mpps
+/// over `base`'s on the same filter, their median (the mean of the middle
+/// two for an even count), min and max over the filters, and the median
+/// without the empty expression (whose code does nothing in some engines).
+/// With several runs of a workload (`--repeat`), a last line per workload
+/// and engine gives the spread of those medians over the runs.
 pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
     let mut out = String::new();
     let mut engines: Vec<&str> = Vec::new();
+    let mut runs: Vec<(&str, usize)> = Vec::new();
     for r in results {
         if r.engine != base && !engines.contains(&r.engine.as_str()) {
             engines.push(&r.engine);
         }
+        if !runs.contains(&(r.workload.as_str(), r.run)) {
+            runs.push((&r.workload, r.run));
+        }
     }
-    for e in engines {
-        let mut ratios: Vec<f64> = Vec::new();
-        for r in results.iter().filter(|r| r.engine == e) {
-            if let Some(b) = results
-                .iter()
-                .find(|b| b.engine == base && b.workload == r.workload && b.filter == r.filter)
-            {
-                if b.median_mpps > 0.0 {
-                    ratios.push(r.median_mpps / b.median_mpps);
+    let several = |w: &str| runs.iter().filter(|r| r.0 == w).count() > 1;
+    // (workload, engine) -> the median ratio of each run, without the empty expression.
+    let mut per_run: Vec<((&str, &str), Vec<f64>)> = Vec::new();
+    for &(w, run) in &runs {
+        for &e in &engines {
+            let mut ratios: Vec<(f64, &str, &str)> = Vec::new();
+            for r in results.iter().filter(|r| r.engine == e && r.workload == w && r.run == run) {
+                let b = results
+                    .iter()
+                    .find(|b| b.engine == base && b.workload == w && b.run == run && b.filter == r.filter);
+                if let Some(b) = b.filter(|b| b.median_mpps > 0.0) {
+                    ratios.push((r.median_mpps / b.median_mpps, &r.filter, &r.expression));
+                }
+            }
+            if ratios.is_empty() {
+                continue;
+            }
+            ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let all: Vec<f64> = ratios.iter().map(|r| r.0).collect();
+            let nonempty: Vec<f64> = ratios.iter().filter(|r| !r.2.trim().is_empty()).map(|r| r.0).collect();
+            let (lo, hi) = (ratios[0], ratios[ratios.len() - 1]);
+            let label = if several(w) { format!("{w} run {run}") } else { w.to_string() };
+            let _ = write!(
+                out,
+                "{label}: {e} / {base}: median {:.2}×, min {:.2}× ({}), max {:.2}× ({}) over {} filters",
+                median_sorted(&all),
+                lo.0,
+                lo.1,
+                hi.0,
+                hi.1,
+                all.len()
+            );
+            if !nonempty.is_empty() && nonempty.len() < all.len() {
+                let _ = write!(out, "; without the empty expression: median {:.2}×", median_sorted(&nonempty));
+            }
+            out.push('\n');
+            if !nonempty.is_empty() {
+                let m = median_sorted(&nonempty);
+                match per_run.iter_mut().find(|p| p.0 == (w, e)) {
+                    Some(p) => p.1.push(m),
+                    None => per_run.push(((w, e), vec![m])),
                 }
             }
         }
-        if ratios.is_empty() {
+    }
+    for ((w, e), mut meds) in per_run {
+        if meds.len() < 2 {
             continue;
         }
-        ratios.sort_by(f64::total_cmp);
-        let med = ratios[ratios.len() / 2];
+        let list = meds.iter().map(|m| format!("{m:.2}")).collect::<Vec<_>>().join(" ");
+        meds.sort_by(f64::total_cmp);
         let _ = writeln!(
             out,
-            "{e} / {base}: median {med:.2}×, min {:.2}×, max {:.2}× over {} filters",
-            ratios[0],
-            ratios[ratios.len() - 1],
-            ratios.len()
+            "{w}, {} runs: {e} / {base} at the median filter (without the empty expression): {list}; median {:.2}×, range {:.2}–{:.2}×",
+            meds.len(),
+            median_sorted(&meds),
+            meds[0],
+            meds[meds.len() - 1]
         );
     }
     out
@@ -334,6 +388,7 @@ mod tests {
     pub(crate) fn sample_measurement(engine: &str, filter: &str, mpps: f64) -> Measurement {
         Measurement {
             workload: "web".into(),
+            run: 1,
             filter: filter.into(),
             expression: "a \"quoted\" <expr>\n".into(),
             engine: engine.into(),
@@ -370,7 +425,34 @@ mod tests {
         ];
         let s = ratio_summary(&r, "libpcap");
         assert!(
-            s.contains("interp / libpcap: median 4.00×, min 2.00×, max 4.00×"),
+            s.contains("web: interp / libpcap: median 3.00×, min 2.00× (ip), max 4.00× (tcp) over 2 filters"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn ratios_per_run_and_without_the_empty_expression() {
+        let m = |engine: &str, filter: &str, mpps: f64, run: usize, expr: &str| Measurement {
+            run,
+            expression: expr.into(),
+            ..sample_measurement(engine, filter, mpps)
+        };
+        let mut r = Vec::new();
+        for (run, k) in [(1, 1.0), (2, 2.0), (3, 3.0)] {
+            r.push(m("libpcap", "accept-all", 10.0, run, ""));
+            r.push(m("jit", "accept-all", 1000.0, run, ""));
+            r.push(m("libpcap", "ip", 10.0, run, "ip"));
+            r.push(m("jit", "ip", 10.0 * k, run, "ip"));
+            r.push(m("libpcap", "tcp", 10.0, run, "tcp"));
+            r.push(m("jit", "tcp", 30.0 * k, run, "tcp"));
+        }
+        let s = ratio_summary(&r, "libpcap");
+        assert!(
+            s.contains("web run 2: jit / libpcap: median 6.00×, min 2.00× (ip), max 100.00× (accept-all) over 3 filters; without the empty expression: median 4.00×"),
+            "{s}"
+        );
+        assert!(
+            s.contains("web, 3 runs: jit / libpcap at the median filter (without the empty expression): 2.00 4.00 6.00; median 4.00×, range 2.00–6.00×"),
             "{s}"
         );
     }

@@ -293,6 +293,7 @@ fn json_lines_have_the_documented_fields() {
         };
         for k in [
             "workload",
+            "run",
             "filter",
             "engine",
             "median_mpps",
@@ -308,6 +309,7 @@ fn json_lines_have_the_documented_fields() {
             get(k);
         }
         assert_eq!(get("workload"), "web");
+        assert_eq!(get("run"), "1");
         assert_eq!(get("filter"), "quote\"d");
         assert_eq!(get("matches"), m.matches.to_string());
         let (lo, med, hi): (f64, f64, f64) = (
@@ -417,7 +419,32 @@ fn argument_errors() {
     assert!(sift_bench::bench_main(&a(&["--filters", "nope"])).is_err());
     assert!(sift_bench::bench_main(&a(&["--workload", "/no/such/file.pcap"])).is_err());
     assert!(sift_bench::bench_main(&a(&["--frobnicate"])).is_err());
+    assert!(sift_bench::bench_main(&a(&["--repeat", "0"])).is_err());
     let b = sift_bench::parse_bench_args(&a(&["bench"])).unwrap();
     assert_eq!(b.workloads, ["web"]);
     assert_eq!(b.samples, 20);
+    assert_eq!(b.repeat, 1);
+}
+
+/// `--repeat 2`: every workload measured twice, each run generated afresh,
+/// the JSON lines numbered by run, and the summary giving each run's ratios
+/// and their spread.
+#[test]
+fn repeated_runs_are_numbered_and_summarized() {
+    let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let b = sift_bench::parse_bench_args(&a(&[
+        "bench", "--workload", "web", "--count", "300", "--repeat", "2", "--filters", "ip,tcp",
+        "--engines", "interp,handwritten", "--samples", "2", "--min-sample-ms", "0", "--compile-samples", "1",
+    ]))
+    .unwrap();
+    assert_eq!(b.repeat, 2);
+    let mut lines = Vec::new();
+    let results = sift_bench::run(&b, &mut |m| lines.push(report::json_line(m))).unwrap();
+    assert_eq!(results.len(), 2 * 2 * 2);
+    assert_eq!(lines.iter().filter(|l| l.contains("\"run\":1,")).count(), 4);
+    assert_eq!(lines.iter().filter(|l| l.contains("\"run\":2,")).count(), 4);
+    let s = report::ratio_summary(&results, "interp");
+    assert!(s.contains("web run 1: handwritten / interp: median "), "{s}");
+    assert!(s.contains("web run 2: handwritten / interp: median "), "{s}");
+    assert!(s.contains("web, 2 runs: handwritten / interp at the median filter"), "{s}");
 }
