@@ -2,7 +2,8 @@
 //! handed to `sift::Filter::from_program`) is validated, interpreted and
 //! JIT-compiled without panicking, and the engines agree: the interpreter's
 //! checked program and its one-shot `run` return the same value, the JIT
-//! (where it compiles) returns that value too, single and batched, and a
+//! (where it compiles) returns that value too, single, batched and through
+//! its count and verdict functions over `PacketRef`s, and a
 //! program the kernel's rules accept is one the interpreter accepts.
 #![allow(dead_code)]
 
@@ -126,5 +127,18 @@ pub fn check_program(prog: &[Insn], packets: &[(Vec<u8>, u32)]) {
         let mut out = vec![u32::MAX; batch.len()];
         j.run_batch(&batch, &mut out);
         assert_eq!(out, verdicts, "batched JIT verdicts differ for {prog:?}");
+        // The count and verdict functions, on the packets repeated to more
+        // than a batch (they run from `sift_jit::BATCH` packets on).
+        if !packets.is_empty() {
+            let n = (sift_jit::BATCH + 7).div_ceil(packets.len()) * packets.len();
+            let refs: Vec<sift_jit::PacketRef<'_>> =
+                packets.iter().cycle().take(n).map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
+            let want: Vec<bool> = verdicts.iter().cycle().take(n).map(|&v| v != 0).collect();
+            let accepted = want.iter().filter(|&&v| v).count() as u64;
+            assert_eq!(j.count_packets(&refs), accepted, "count function for {prog:?}");
+            let mut got = vec![true; n];
+            assert_eq!(j.verdicts(&refs, &mut got), accepted, "verdict function for {prog:?}");
+            assert_eq!(got, want, "verdict function for {prog:?}");
+        }
     }
 }

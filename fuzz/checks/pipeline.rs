@@ -3,11 +3,13 @@
 //! (interpreter, JIT, meta, dynamic, reference) without panicking, with the
 //! optimizer on and off, and every engine that accepts the filter gives the
 //! reference evaluator's verdict on the *unoptimized* predicate on every
-//! packet. An expression that does not compile fails with a span inside
-//! the text, and fails the same way for every engine.
+//! packet, one call per packet and through the batch entry points
+//! (`count_packets`, `verdicts`, `count_matches`). An expression that does
+//! not compile fails with a span inside the text, and fails the same way
+//! for every engine.
 #![allow(dead_code)]
 
-use sift::{CompileOptions, Engine, Filter, LinkType};
+use sift::{CompileOptions, Engine, Filter, LinkType, PacketRef};
 
 use super::input::{variants, Input};
 
@@ -127,6 +129,18 @@ pub fn check_expr(expr: &str, opts: &CompileOptions, packets: &[(Vec<u8>, u32)])
                 data.len()
             );
         }
+        // The batch entry points, on the packets repeated to more than a
+        // batch (the JIT's count and verdict functions run from
+        // `sift_jit::BATCH` packets on; fewer go one at a time).
+        let n = if packets.is_empty() { 0 } else { (sift_jit::BATCH + 7).div_ceil(packets.len()) * packets.len() };
+        let refs: Vec<PacketRef<'_>> = packets.iter().cycle().take(n).map(|(d, w)| PacketRef::new(d, *w)).collect();
+        let want: Vec<bool> = verdicts.iter().cycle().take(n).copied().collect();
+        let accepted = want.iter().filter(|&&v| v).count() as u64;
+        assert_eq!(filter.count_packets(&refs), accepted, "{name}: count_packets of {expr:?}");
+        assert_eq!(filter.count_matches(&refs, |p| (p.data(), p.wire_len())), accepted, "{name}: count_matches of {expr:?}");
+        let mut got = vec![true; refs.len()];
+        assert_eq!(filter.verdicts(&refs, &mut got), accepted, "{name}: verdicts of {expr:?}");
+        assert_eq!(got, want, "{name}: verdicts of {expr:?}");
     }
     // The program read back from its own text runs the same.
     if let Ok(prog) = program {
