@@ -82,6 +82,18 @@ fn is_raw_op(op: CmpOp, size: Size, k: u32) -> bool {
     op == CmpOp::Set || (op == CmpOp::Eq && u64::from(k) < 1u64 << (8 * size.bytes()))
 }
 
+/// `v` as a masked packet load, `load & mask`: the load's size, index and
+/// offset, and the mask.
+fn masked_load(v: &Value) -> Option<(Size, &Option<Box<Value>>, u32, u32)> {
+    match v {
+        Value::Bin(BinOp::And, a, b) => match (&**a, &**b) {
+            (Value::Load { size, index, offset }, Value::Const(mask)) => Some((*size, index, *offset, *mask)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether `load & mask == k` can compare the loaded bytes with the mask
 /// and `k` in network order: a two- or four-byte load and a `k` that fits
 /// it (the loaded value is zero-extended, so a mask's bits above it only
@@ -467,48 +479,36 @@ impl<'p> Ctx<'p> {
                 if is_raw_op(*op, *size, *k) && !self.holds(lhs) && !self.operand_reused =>
             {
                 // Raw network-order compare in memory.
-                let m = match index {
-                    None => self.abs_operand(*offset, size.bytes()),
-                    Some(i) => self.indexed_operand(i, *offset, *size, self.regs, depth)?,
-                };
+                let m = self.load_operand(*size, index, *offset, self.regs, depth)?;
                 raw_compare(&mut self.asm, width(*size), m, *k, *op == CmpOp::Eq);
                 branch(&mut self.asm, cc, t, f, next);
             }
-            (Value::Bin(BinOp::And, a, b), Value::Const(k))
-                if *op == CmpOp::Eq && !self.holds(lhs) && !self.operand_reused =>
+            (_, Value::Const(k))
+                if *op == CmpOp::Eq
+                    && masked_load(lhs).is_some_and(|(size, ..)| is_raw_masked(size, *k))
+                    && !self.holds(lhs)
+                    && !self.operand_reused =>
             {
-                match (&**a, &**b) {
-                    (Value::Load { size, index, offset }, Value::Const(mask))
-                        if is_raw_masked(*size, *k) =>
-                    {
-                        // Raw network-order masked compare: the bytes as
-                        // loaded, the mask and the constant swapped (no
-                        // byte swap of the loaded value).
-                        let m = match index {
-                            None => self.abs_operand(*offset, size.bytes()),
-                            Some(i) => self.indexed_operand(i, *offset, *size, self.regs, depth)?,
-                        };
-                        let d = self.regs[0];
-                        self.known.value = None;
-                        let (mask, k) = match size {
-                            Size::Half => {
-                                // movzx d, word [m]
-                                self.asm.op_mem(None, false, &[0x0f, 0xb7], d, m);
-                                (u32::from((*mask as u16).swap_bytes()), u32::from((*k as u16).swap_bytes()))
-                            }
-                            _ => {
-                                self.asm.op_mem(None, false, &[0x8b], d, m); // mov d, [m]
-                                (mask.swap_bytes(), k.swap_bytes())
-                            }
-                        };
-                        self.asm.alu_ri(false, 4, d, mask); // and d, mask
-                        self.compare_imm(d, CmpOp::Eq, k);
+                // Raw network-order masked compare: the bytes as loaded,
+                // the mask and the constant swapped (no byte swap of the
+                // loaded value).
+                let (size, index, offset, mask) = masked_load(lhs)?;
+                let m = self.load_operand(size, index, offset, self.regs, depth)?;
+                let d = self.regs[0];
+                self.known.value = None;
+                let (mask, k) = match size {
+                    Size::Half => {
+                        // movzx d, word [m]
+                        self.asm.op_mem(None, false, &[0x0f, 0xb7], d, m);
+                        (u32::from((mask as u16).swap_bytes()), u32::from((*k as u16).swap_bytes()))
                     }
                     _ => {
-                        self.operand(lhs, depth)?;
-                        self.compare_imm(self.regs[0], *op, *k);
+                        self.asm.op_mem(None, false, &[0x8b], d, m); // mov d, [m]
+                        (mask.swap_bytes(), k.swap_bytes())
                     }
-                }
+                };
+                self.asm.alu_ri(false, 4, d, mask); // and d, mask
+                self.compare_imm(d, CmpOp::Eq, k);
                 branch(&mut self.asm, cc, t, f, next);
             }
             (v, Value::Const(k)) => {
@@ -637,6 +637,22 @@ impl<'p> Ctx<'p> {
         self.asm.jcc(Cc::B, self.reject);
     }
 
+    /// The memory operand of a packet load (`index` computed into the
+    /// first of `regs` if there is one), after its bounds check.
+    fn load_operand(
+        &mut self,
+        size: Size,
+        index: &'p Option<Box<Value>>,
+        offset: u32,
+        regs: &[u8],
+        depth: u32,
+    ) -> Option<Mem> {
+        match index {
+            None => Some(self.abs_operand(offset, size.bytes())),
+            Some(i) => self.indexed_operand(i, offset, size, regs, depth),
+        }
+    }
+
     /// The bounds check of a `size`-byte load at `i + offset` (`i`
     /// computed with `regs`, or kept in `rdx` from an earlier load on every
     /// path here) and its operand.
@@ -687,20 +703,8 @@ impl<'p> Ctx<'p> {
             Value::Const(k) => self.asm.mov_ri(d, *k),
             Value::Len => self.asm.mov_rr(d, R8),
             Value::Protochain { .. } => return None,
-            Value::Load {
-                size,
-                index: None,
-                offset,
-            } => {
-                let m = self.abs_operand(*offset, size.bytes());
-                load_be(&mut self.asm, d, width(*size), m);
-            }
-            Value::Load {
-                size,
-                index: Some(i),
-                offset,
-            } => {
-                let m = self.indexed_operand(i, *offset, *size, regs, depth)?;
+            Value::Load { size, index, offset } => {
+                let m = self.load_operand(*size, index, *offset, regs, depth)?;
                 load_be(&mut self.asm, d, width(*size), m);
             }
             Value::Neg(a) => {
