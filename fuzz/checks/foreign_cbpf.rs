@@ -13,7 +13,7 @@ use sift_bpf::validate::{validate, KNOWN_OPCODES};
 use sift_bpf::Insn;
 use sift_jit::{JitError, JitFilter};
 
-use super::input::{variants, Input};
+use super::input::{repeated_to, variants, Input};
 
 /// Fuzz entry: a program (count byte, then per instruction a selector
 /// byte, opcode, jt, jf, k: the selector picks a known opcode most of the
@@ -129,16 +129,13 @@ pub fn check_program(prog: &[Insn], packets: &[(Vec<u8>, u32)]) {
         assert_eq!(out, verdicts, "batched JIT verdicts differ for {prog:?}");
         // The count and verdict functions, on the packets repeated to more
         // than a batch (they run from `sift_jit::BATCH` packets on).
-        if !packets.is_empty() {
-            let n = (sift_jit::BATCH + 7).div_ceil(packets.len()) * packets.len();
-            let refs: Vec<sift_jit::PacketRef<'_>> =
-                packets.iter().cycle().take(n).map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
-            let want: Vec<bool> = verdicts.iter().cycle().take(n).map(|&v| v != 0).collect();
-            let accepted = want.iter().filter(|&&v| v).count() as u64;
-            assert_eq!(j.count_packets(&refs), accepted, "count function for {prog:?}");
-            let mut got = vec![true; n];
-            assert_eq!(j.verdicts(&refs, &mut got), accepted, "verdict function for {prog:?}");
-            assert_eq!(got, want, "verdict function for {prog:?}");
-        }
+        let refs: Vec<sift_jit::PacketRef<'_>> =
+            repeated_to(packets, sift_jit::BATCH + 7).map(|(d, w)| sift_jit::PacketRef::new(d, *w)).collect();
+        let want: Vec<bool> = repeated_to(&verdicts, sift_jit::BATCH + 7).map(|&v| v != 0).collect();
+        let accepted = want.iter().filter(|&&v| v).count() as u64;
+        assert_eq!(j.count_packets(&refs), accepted, "count function for {prog:?}");
+        let mut got = vec![true; refs.len()];
+        assert_eq!(j.verdicts(&refs, &mut got), accepted, "verdict function for {prog:?}");
+        assert_eq!(got, want, "verdict function for {prog:?}");
     }
 }

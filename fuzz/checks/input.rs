@@ -81,6 +81,14 @@ pub fn variants(packet: &[u8], seed: u32) -> Vec<(Vec<u8>, u32)> {
     out
 }
 
+/// `items` over and over, whole, until there are at least `at_least` of
+/// them (none if `items` is empty): enough packets for a batch entry point
+/// to take its batch path.
+pub fn repeated_to<T>(items: &[T], at_least: usize) -> impl Iterator<Item = &T> {
+    let n = if items.is_empty() { 0 } else { at_least.div_ceil(items.len()) * items.len() };
+    items.iter().cycle().take(n)
+}
+
 /// `n` structured random packets of link type `lt` from sift_testkit's
 /// generator, each preceded by its [`variants`]: the packet set the stable
 /// property tests feed to the checks (test builds only: the fuzz targets

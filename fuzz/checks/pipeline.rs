@@ -11,7 +11,7 @@
 
 use sift::{CompileOptions, Engine, Filter, LinkType, PacketRef};
 
-use super::input::{variants, Input};
+use super::input::{repeated_to, variants, Input};
 
 /// Fuzz entry: a link-type selector byte, an options byte, the expression
 /// (up to a NUL), then a seed and a packet.
@@ -101,6 +101,12 @@ pub fn check_expr(expr: &str, opts: &CompileOptions, packets: &[(Vec<u8>, u32)])
         .iter()
         .map(|(d, w)| sift_ir::matches(lowered, sift_ir::PacketView { data: d, wire_len: *w }))
         .collect();
+    // The packets repeated to more than a batch, for the batch entry
+    // points (the JIT's count and verdict functions run from
+    // `sift_jit::BATCH` packets on; fewer go one at a time).
+    let refs: Vec<PacketRef<'_>> = repeated_to(packets, sift_jit::BATCH + 7).map(|(d, w)| PacketRef::new(d, *w)).collect();
+    let want: Vec<bool> = repeated_to(&verdicts, sift_jit::BATCH + 7).copied().collect();
+    let accepted = want.iter().filter(|&&v| v).count() as u64;
     let mut outcome = Outcome { compiled: compiled.is_ok(), dynamic: false };
     for &(name, engine) in Engine::ALL {
         let filter = match Filter::with_engine(expr, opts, engine) {
@@ -129,13 +135,7 @@ pub fn check_expr(expr: &str, opts: &CompileOptions, packets: &[(Vec<u8>, u32)])
                 data.len()
             );
         }
-        // The batch entry points, on the packets repeated to more than a
-        // batch (the JIT's count and verdict functions run from
-        // `sift_jit::BATCH` packets on; fewer go one at a time).
-        let n = if packets.is_empty() { 0 } else { (sift_jit::BATCH + 7).div_ceil(packets.len()) * packets.len() };
-        let refs: Vec<PacketRef<'_>> = packets.iter().cycle().take(n).map(|(d, w)| PacketRef::new(d, *w)).collect();
-        let want: Vec<bool> = verdicts.iter().cycle().take(n).copied().collect();
-        let accepted = want.iter().filter(|&&v| v).count() as u64;
+        // The batch entry points (on the batch below).
         assert_eq!(filter.count_packets(&refs), accepted, "{name}: count_packets of {expr:?}");
         assert_eq!(filter.count_matches(&refs, |p| (p.data(), p.wire_len())), accepted, "{name}: count_matches of {expr:?}");
         let mut got = vec![true; refs.len()];
