@@ -231,7 +231,9 @@ pub fn sample(
     Ok((matches, passes, times))
 }
 
-fn median(sorted: &[f64]) -> f64 {
+/// The median of sorted values (the mean of the middle two for an even
+/// count; NaN for none).
+pub(crate) fn median(sorted: &[f64]) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
         n if n % 2 == 1 => sorted[n / 2],

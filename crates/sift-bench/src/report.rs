@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::Measurement;
+use crate::bench::{median, Measurement};
 
 /// A JSON string literal.
 pub fn json_string(s: &str) -> String {
@@ -96,15 +96,6 @@ pub fn table_row(m: &Measurement) -> String {
     )
 }
 
-/// The median of sorted `v` (the mean of the middle two for an even count).
-fn median_sorted(v: &[f64]) -> f64 {
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Speed ratios per filter, per workload run: each engine's median Mpps
 /// over `base`'s on the same filter, their median (the mean of the middle
 /// two for an even count), min and max over the filters, and the median
@@ -148,7 +139,7 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
             let _ = write!(
                 out,
                 "{label}: {e} / {base}: median {:.2}×, min {:.2}× ({}), max {:.2}× ({}) over {} filters",
-                median_sorted(&all),
+                median(&all),
                 lo.0,
                 lo.1,
                 hi.0,
@@ -156,11 +147,11 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
                 all.len()
             );
             if !nonempty.is_empty() && nonempty.len() < all.len() {
-                let _ = write!(out, "; without the empty expression: median {:.2}×", median_sorted(&nonempty));
+                let _ = write!(out, "; without the empty expression: median {:.2}×", median(&nonempty));
             }
             out.push('\n');
             if !nonempty.is_empty() {
-                let m = median_sorted(&nonempty);
+                let m = median(&nonempty);
                 match per_run.iter_mut().find(|p| p.0 == (w, e)) {
                     Some(p) => p.1.push(m),
                     None => per_run.push(((w, e), vec![m])),
@@ -178,7 +169,7 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
             out,
             "{w}, {} runs: {e} / {base} at the median filter (without the empty expression): {list}; median {:.2}×, range {:.2}–{:.2}×",
             meds.len(),
-            median_sorted(&meds),
+            median(&meds),
             meds[0],
             meds[meds.len() - 1]
         );
