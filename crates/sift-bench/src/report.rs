@@ -146,17 +146,17 @@ pub fn ratio_summary(results: &[Measurement], base: &str) -> String {
                 hi.1,
                 all.len()
             );
-            if !nonempty.is_empty() && nonempty.len() < all.len() {
-                let _ = write!(out, "; without the empty expression: median {:.2}×", median(&nonempty));
-            }
-            out.push('\n');
             if !nonempty.is_empty() {
                 let m = median(&nonempty);
+                if nonempty.len() < all.len() {
+                    let _ = write!(out, "; without the empty expression: median {m:.2}×");
+                }
                 match per_run.iter_mut().find(|p| p.0 == (w, e)) {
                     Some(p) => p.1.push(m),
                     None => per_run.push(((w, e), vec![m])),
                 }
             }
+            out.push('\n');
         }
     }
     for ((w, e), mut meds) in per_run {
