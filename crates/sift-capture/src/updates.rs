@@ -627,7 +627,7 @@ mod tests {
         assert_eq!(f.expression(), "(udp)");
         // An exclusion the dynamic engine cannot combine with the base is
         // refused, and nothing changes.
-        let e = f.apply_line(20, "-port 53").unwrap_err();
+        let e = f.apply_line(20, "-portrange 1-5").unwrap_err();
         assert!(e.message.contains("static engine"), "{}", e.message);
         assert_eq!(f.expression(), "(udp)");
         agrees(&f);

@@ -38,6 +38,40 @@ or
     );
 }
 
+/// libpcap repeats the port test once per protocol (SCTP, TCP, UDP); sift
+/// tests the protocol byte against the three, then the ports once: the same
+/// loads in the same order on every path, so the same outcomes (see
+/// `sift_ir::lower`, "Where the tree is smaller than 1.10.3's program").
+#[test]
+fn port_without_protocol_tests_the_three_protocols_then_the_ports_once() {
+    check(
+        LinkType::EN10MB,
+        "port 53",
+        "
+or
+  and
+    u16[12] == 0x86dd
+    or
+      u8[20] == 0x84
+      u8[20] == 6
+      u8[20] == 0x11
+    or
+      u16[54] == 0x35
+      u16[56] == 0x35
+  and
+    u16[12] == 0x800
+    or
+      u8[23] == 0x84
+      u8[23] == 6
+      u8[23] == 0x11
+    not
+      u16[20] & 0x1fff != 0
+    or
+      u16[((u8[14] & 0xf) << 2) + 14] == 0x35
+      u16[((u8[14] & 0xf) << 2) + 16] == 0x35",
+    );
+}
+
 #[test]
 fn ip6_proto_accepts_one_fragment_header() {
     check(

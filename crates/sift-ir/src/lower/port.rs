@@ -3,7 +3,9 @@
 //! `gen_ncode`).
 //!
 //! Structure (1.10.3): the IPv6 test comes first, then IPv4; within each,
-//! an unqualified port tries SCTP, then TCP, then UDP. IPv4 also requires
+//! an unqualified port tries SCTP, then TCP, then UDP (sift: one test of
+//! the protocol byte against the three, then the ports, with the same
+//! outcomes; see `Lowerer::port_family`). IPv4 also requires
 //! the first (or only) fragment and finds the transport header through the
 //! variable header length; IPv6 only looks at the fixed header's next-header
 //! byte and reads the ports right after the 40-byte header.
@@ -210,54 +212,57 @@ impl Lowerer<'_> {
 
     /// `gen_port`/`gen_portrange`: IPv4, then per transport protocol.
     pub(crate) fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        self.port_family(ethertype::IP, sel, |lt, p| self.portop_v4(lt, p, dir, atom))
+        self.port_family(ethertype::IP, sel, 9, |lt, proto| self.portop_v4(lt, proto, dir, atom))
     }
 
-    /// The link-type test of `ethertype`, then `portop` (the port test of
-    /// one transport protocol, after the link-type test if given) for the
-    /// protocol `sel` names, or for SCTP, TCP and UDP in turn.
+    /// The link-type test of `ethertype`, then `portop` (the port test
+    /// after the link-type test, given the test of the next-protocol byte
+    /// at `proto_at`) for the protocol `sel` names, or for SCTP, TCP and
+    /// UDP at once.
+    ///
+    /// libpcap 1.10.3 repeats the whole port test once per protocol
+    /// (`ip proto 132 and ports or ip proto 6 and ports or ip proto 17 and
+    /// ports`); sift tests the protocol byte against the three and then
+    /// the ports once. The two agree on every packet, truncated ones
+    /// included: the three protocol tests load the same byte, so they
+    /// abort together, and at most one holds, after which the others fail
+    /// without running anything (the optimizer's rule of exclusive
+    /// alternatives with the same rest, `opt::factor`). The lowered tree
+    /// is a third of the size, which is most of what unqualified ports
+    /// cost to compile.
     fn port_family(
         &self,
         ethertype: u32,
         sel: PortProto,
-        portop: impl Fn(Option<Pred>, u32) -> Result<Pred>,
+        proto_at: u32,
+        portop: impl Fn(Pred, Pred) -> Result<Pred>,
     ) -> Result<Pred> {
         let lt = self.gen_linktype(ethertype)?;
+        let proto = |p| self.cmp(Rel::LinkPl, proto_at, Size::Byte, p);
         match sel.number() {
-            Some(p) => portop(Some(lt), p),
-            None => Ok(Pred::all([
-                lt,
-                Pred::any([portop(None, IPPROTO_SCTP)?, portop(None, IPPROTO_TCP)?, portop(None, IPPROTO_UDP)?]),
-            ])),
+            Some(p) => portop(lt, proto(p)),
+            None => portop(lt, Pred::any([proto(IPPROTO_SCTP), proto(IPPROTO_TCP), proto(IPPROTO_UDP)])),
         }
     }
 
-    /// `gen_portop`: `ip proto P`, first fragment, then the port test(s);
-    /// after `lt` if given (`lt and portop`, in one piece).
-    fn portop_v4(&self, lt: Option<Pred>, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        let proto = self.cmp(Rel::LinkPl, 9, Size::Byte, proto);
+    /// `gen_portop`: after the link-type test `lt`, the protocol test
+    /// `proto` (`ip proto P`), first fragment, then the port test(s).
+    fn portop_v4(&self, lt: Pred, proto: Pred, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let frag = self.ipfrag();
         let ports = self.port_dirs(dir, atom)?;
-        Ok(match lt {
-            Some(lt) => Pred::all([lt, proto, frag, ports]),
-            None => Pred::all([proto, frag, ports]),
-        })
+        Ok(Pred::all([lt, proto, frag, ports]))
     }
 
     /// `gen_port6`/`gen_portrange6`.
     pub(crate) fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        self.port_family(ethertype::IPV6, sel, |lt, p| self.portop_v6(lt, p, dir, atom))
+        self.port_family(ethertype::IPV6, sel, 6, |lt, head| self.portop_v6(lt, head, dir, atom))
     }
 
-    /// `gen_portop6`: `ip6[6] == P` (no extension headers), then the
-    /// ports; after `lt` if given.
-    fn portop_v6(&self, lt: Option<Pred>, proto: u32, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        let head = self.cmp(Rel::LinkPl, 6, Size::Byte, proto);
+    /// `gen_portop6`: after the link-type test `lt`, the next-header test
+    /// `head` (`ip6[6] == P`, no extension headers), then the ports.
+    fn portop_v6(&self, lt: Pred, head: Pred, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
         let ports = self.port_dirs(dir, atom)?;
-        Ok(match lt {
-            Some(lt) => Pred::all([lt, head, ports]),
-            None => Pred::all([head, ports]),
-        })
+        Ok(Pred::all([lt, head, ports]))
     }
 
     /// Source port at offset 0, destination at 2, combined per direction.

@@ -452,6 +452,11 @@ fn nothing_to_merge_means_the_full_merge_changes_nothing() {
         "vlan and tcp",
         "port 22",
         "src net 10.0.0.0/8 or (dst net 127.0.0.1 and port 22)",
+        // Alternatives with exclusive guards and the same rest (pairs).
+        // (`and` and `or` bind alike in pcap expressions.)
+        "(ether[12:2] = 0x800 and ether[30] = 1) or (ether[12:2] = 0x806 and ether[30] = 1)",
+        "(ether[23] = 6 and ether[34:2] = 22) or (ether[23] = 17 and ether[34:2] = 22) or (ether[23] = 132 and ether[34:2] = 22)",
+        "(ether[0] = 1 and len > 60) or (ether[0] = 2 and len > 60) or (ether[0] = 3 and len > 70)",
     ];
     let mut preds: Vec<Pred> = exprs.iter().map(|e| parse(e)).collect();
     preds.extend((0..1500).map(|i| if i % 2 == 0 { rand_pred(&mut r, 4) } else { rand_guarded(&mut r, 2) }));
