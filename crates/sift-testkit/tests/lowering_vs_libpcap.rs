@@ -638,7 +638,14 @@ const MASTER_ONLY: &[(&[&str], &str, &str)] = &[
     // 1.10.3 compiles `inbound`/`outbound` to a Linux extension load on
     // link types without a direction field; sift rejects them.
     (&["*"], "'inbound'/'outbound' on this link type", "compat #5"),
+    // Master's EtherType table names LLDP (TESTrun accepts `ether proto lldp`).
+    (&["*"], "unknown ether proto 'lldp'", "compat #32"),
 ];
+
+/// Primitives of master that 1.10.3's grammar does not have (a syntax error
+/// there), with the compat.md row: sift accepts them as master does
+/// (TESTrun's accept rows).
+const MASTER_KEYWORDS: &[(&str, &str)] = &[("vxlan", "compat #27")];
 
 /// Expressions both compile on these link types whose 1.10.3 program has
 /// no defined or no comparable meaning (not compared; sift's semantics are
@@ -655,12 +662,18 @@ const NOT_COMPARED: &[(&[&str], &str, &str)] = &[
 /// Is this a [`MASTER_ONLY`] case: libpcap 1.10.3 rejects with one of its
 /// messages while sift compiles, or sift rejects with master's message while
 /// 1.10.3 compiles?
-fn master_only(dlt: &str, theirs: Option<&String>, ours: Option<&String>) -> Option<String> {
+fn master_only(dlt: &str, expr: &str, theirs: Option<&String>, ours: Option<&String>) -> Option<String> {
     let msg = match (theirs, ours) {
         (Some(t), None) => t,
         (None, Some(o)) => o,
         _ => return None,
     };
+    if theirs.is_some() && msg.contains("syntax error") {
+        let words: Vec<&str> = expr.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        if let Some((k, row)) = MASTER_KEYWORDS.iter().find(|(k, _)| words.contains(k)) {
+            return Some(format!("{msg}: `{k}` is master's ({row})"));
+        }
+    }
     MASTER_ONLY
         .iter()
         .find(|(dlts, m, _)| (dlts.contains(&dlt) || dlts.contains(&"*")) && msg.contains(m))
@@ -978,7 +991,7 @@ fn compare(job: &Job, packets: &[Packet]) -> Outcome {
             let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped, names: None };
             lower(&f, &opts).map_err(|e| e.message)
         });
-    if let Some(why) = master_only(job.dlt, theirs.as_ref().err(), ours.as_ref().err()) {
+    if let Some(why) = master_only(job.dlt, expr, theirs.as_ref().err(), ours.as_ref().err()) {
         return mk(0, Kind::MasterOnly(why));
     }
     if let Some((_, _, why)) =
