@@ -321,11 +321,19 @@ pub fn run(
         compile_samples: b.compile_samples,
     };
     let mut all = Vec::new();
+    // The workload measured last, kept until the next one is made.
+    let mut last: Option<Workload> = None;
     for w in &b.workloads {
         for run in 1..=b.repeat {
-            // Each run loads or generates the workload afresh (its own
-            // memory), and drops it before the next.
+            // Each run loads or generates the workload afresh, into memory
+            // of its own: the previous workload is dropped only once this
+            // one is made. Dropped first, its packets' heap blocks would be
+            // handed out again, scattered, to the new packets, which the
+            // first workload of a process gets one after another in the
+            // order they are made (see "How much the layout matters" in
+            // docs/performance-history.md, session 14).
             let mut workload = workload_for(w, b.count, b.seed)?;
+            drop(last.take());
             workload.run = run;
             if b.repeat > 1 {
                 eprintln!("{} (run {run} of {})", workload.summary(), b.repeat);
@@ -335,6 +343,7 @@ pub fn run(
             for f in &filters {
                 all.extend(bench_filter(&workload, f, &engines, &opts, on_result)?);
             }
+            last = Some(workload);
         }
     }
     Ok(all)
