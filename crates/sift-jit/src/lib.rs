@@ -380,7 +380,7 @@ impl JitFilter {
             _ => {}
         }
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = x64::pred::compile(&pred, accept, exec::ExecBuffer::new) {
+        if let Some(code) = x64::pred::compile(&pred, accept, x64::Function::Single, exec::ExecBuffer::new) {
             let code = code.map_err(JitError::Memory)?;
             return Ok(Self::with_code(code, CountSource::Pred(pred, accept), 0, true));
         }
@@ -517,7 +517,7 @@ impl JitFilter {
         match &self.source {
             CountSource::None => None,
             CountSource::Program(prog) => x64::compile(prog, function, |c| install(c.code).ok()).ok().flatten(),
-            CountSource::Pred(pred, accept) => x64::pred::compile_count(pred, *accept, function, install)?.ok(),
+            CountSource::Pred(pred, accept) => x64::pred::compile(pred, *accept, function, install)?.ok(),
         }
     }
 

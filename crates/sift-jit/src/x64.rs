@@ -567,7 +567,7 @@ pub(crate) enum CompileError {
 /// Scratch buffers larger than this (bytes of code) are not kept.
 const SCRATCH_KEEP: usize = 64 * 1024;
 
-/// Which function [`compile`] (and `pred::compile_count`) emits.
+/// Which function [`compile`] (and `pred::compile`) emits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Function {
     /// The per-packet function.

@@ -918,28 +918,14 @@ fn emit_body<'p>(
     Some(())
 }
 
-/// Compiles a predicate to a function returning `accept` when it holds and
-/// 0 when it does not or evaluation aborts, and hands its code to
-/// `install`. `None`: too deep or too many registers needed.
-pub(crate) fn compile<R>(pred: &Pred, accept: u32, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
-    with_scratch_asm(|asm| {
-        emit(pred, accept, Function::Single, asm)?;
-        asm.finish()?;
-        Some(install(&asm.code))
-    })
-}
-
-/// Compiles a predicate to a count or verdict `function` (the signatures
-/// of the cBPF compiler's, see `x64`'s module documentation) counting the
-/// packets for which it holds (`accept` non-zero), and hands its code to
-/// `install`. `None`: too deep, or more registers needed than a count
-/// function has.
-pub(crate) fn compile_count<R>(
-    pred: &Pred,
-    accept: u32,
-    function: Function,
-    install: impl FnOnce(&[u8]) -> R,
-) -> Option<R> {
+/// Compiles a predicate to `function` and hands its code to `install`:
+/// the per-packet function returns `accept` when the predicate holds and 0
+/// when it does not or evaluation aborts; the count and verdict functions
+/// (the signatures of the cBPF compiler's, see `x64`'s module
+/// documentation) count the packets for which it holds (`accept`
+/// non-zero). `None`: too deep, or more registers needed than the function
+/// has.
+pub(crate) fn compile<R>(pred: &Pred, accept: u32, function: Function, install: impl FnOnce(&[u8]) -> R) -> Option<R> {
     with_scratch_asm(|asm| {
         emit(pred, accept, function, asm)?;
         asm.finish()?;
