@@ -50,7 +50,7 @@
 //! A program with no code (one starting with `ret #k`) has nothing to
 //! install or erase.
 
-use crate::PacketRef;
+use crate::{PacketRef, Prefetch};
 use std::io;
 use std::sync::Mutex;
 
@@ -61,13 +61,14 @@ type FilterFn = extern "sysv64" fn(*const u8, usize, u32) -> u32;
 /// The signature of a compiled count function (see `crate::x64`): `n`
 /// packets to filter (followed by `ahead / PacketRef size` more, whose
 /// packets it only prefetches), the prefetch distance in bytes of
-/// [`PacketRef`]s; returns how many it accepted.
-type CountFn = extern "sysv64" fn(*const PacketRef<'_>, usize, usize) -> u64;
+/// [`PacketRef`]s, and whether to prefetch a deeper line of those packets
+/// too (non-zero; see [`crate::Prefetch`]); returns how many it accepted.
+type CountFn = extern "sysv64" fn(*const PacketRef<'_>, usize, usize, usize) -> u64;
 
 /// The signature of a compiled verdict function (see `crate::x64`): that
-/// of [`CountFn`], and where to write the `n` packets' verdicts (one byte
-/// each, 1 or 0).
-type VerdictFn = extern "sysv64" fn(*const PacketRef<'_>, usize, usize, *mut u8) -> u64;
+/// of [`CountFn`] with, before the `deep` flag, where to write the `n`
+/// packets' verdicts (one byte each, 1 or 0).
+type VerdictFn = extern "sysv64" fn(*const PacketRef<'_>, usize, usize, *mut u8, usize) -> u64;
 
 /// Pages mapped at once when the pool is empty.
 const POOL_CHUNK: usize = 16;
@@ -283,32 +284,33 @@ impl CountBuffer {
 
     /// Runs the count function on the first `n` (at most
     /// [`crate::BATCH`]) of `window`, the next [`crate::PREFETCH_AHEAD`]
-    /// only prefetched, each packet's first line `ahead` packets (at most
-    /// `PREFETCH_AHEAD`) before it is filtered: the number of packets
-    /// accepted.
+    /// only prefetched, each packet's lines prefetched `prefetch.ahead`
+    /// packets (at most `PREFETCH_AHEAD`) before it is filtered: the number
+    /// of packets accepted.
     #[inline(always)]
-    pub(crate) fn count(&self, window: &[PacketRef<'_>; WINDOW], n: usize, ahead: usize) -> u64 {
-        let ahead = ahead.min(crate::PREFETCH_AHEAD);
-        self.run(&window[..n.min(crate::BATCH) + ahead], ahead)
+    pub(crate) fn count(&self, window: &[PacketRef<'_>; WINDOW], n: usize, prefetch: Prefetch) -> u64 {
+        let ahead = prefetch.ahead.min(crate::PREFETCH_AHEAD);
+        self.run(&window[..n.min(crate::BATCH) + ahead], Prefetch { ahead, ..prefetch })
     }
 
     /// Runs the count function over the whole of `packets`, in place, each
-    /// packet's first line `ahead` packets (at most `PREFETCH_AHEAD`)
-    /// before it is filtered: the number of packets accepted.
+    /// packet's lines prefetched `prefetch.ahead` packets (at most
+    /// `PREFETCH_AHEAD`) before it is filtered: the number of packets
+    /// accepted.
     #[inline(always)]
-    pub(crate) fn count_in_place(&self, packets: &[PacketRef<'_>], ahead: usize) -> u64 {
-        let ahead = ahead.min(crate::PREFETCH_AHEAD).min(packets.len());
+    pub(crate) fn count_in_place(&self, packets: &[PacketRef<'_>], prefetch: Prefetch) -> u64 {
+        let ahead = prefetch.ahead.min(crate::PREFETCH_AHEAD).min(packets.len());
         // All but the last `ahead` packets with prefetching `ahead` on
         // (within the slice), then those with none (each prefetches its
         // own line).
-        self.run(packets, ahead) + self.run(&packets[packets.len() - ahead..], 0)
+        self.run(packets, Prefetch { ahead, ..prefetch }) + self.run(&packets[packets.len() - ahead..], Prefetch::NONE)
     }
 
     /// Runs the count function on the first `packets.len() - ahead` of
     /// `packets`, the packet `ahead` places on prefetched for each.
     #[inline(always)]
-    fn run(&self, packets: &[PacketRef<'_>], ahead: usize) -> u64 {
-        let ahead = ahead.min(packets.len());
+    fn run(&self, packets: &[PacketRef<'_>], prefetch: Prefetch) -> u64 {
+        let ahead = prefetch.ahead.min(packets.len());
         let n = packets.len() - ahead;
         // SAFETY: the buffer holds a count function (`CountBuffer::new`)
         // with the `CountFn` ABI: it reads `n` packet refs to filter and,
@@ -316,12 +318,14 @@ impl CountBuffer {
         // ahead` = `packets.len() - 1`: all within `packets`), the bytes
         // of the first `n` packets only below their captured length (the
         // slices behind the `PacketRef`s outlive the call: they borrow for
-        // at least as long as `packets`; the others' bytes are only
-        // prefetched, which never faults), touches no other memory but
+        // at least as long as `packets`; the others' bytes, and the
+        // deeper line `deep` asks for, which may lie past a packet's
+        // captured length, are only prefetched, which never faults),
+        // touches no other memory but
         // its stack and the red zone, restores the callee-saved registers
         // it uses, and always returns.
         let f: CountFn = unsafe { std::mem::transmute::<*mut u8, CountFn>(self.code.ptr) };
-        f(packets.as_ptr(), n, ahead * usize::from(crate::packet::layout::SIZE))
+        f(packets.as_ptr(), n, ahead * usize::from(crate::packet::layout::SIZE), usize::from(prefetch.deep))
     }
 
     /// A copy of the machine code.
@@ -352,20 +356,20 @@ impl VerdictBuffer {
     /// `verdicts[i]`; stops at the shorter of the two slices. The number of
     /// packets accepted.
     #[inline(always)]
-    pub(crate) fn verdicts_in_place(&self, packets: &[PacketRef<'_>], ahead: usize, verdicts: &mut [bool]) -> u64 {
+    pub(crate) fn verdicts_in_place(&self, packets: &[PacketRef<'_>], prefetch: Prefetch, verdicts: &mut [bool]) -> u64 {
         let packets = &packets[..packets.len().min(verdicts.len())];
-        let ahead = ahead.min(crate::PREFETCH_AHEAD).min(packets.len());
+        let ahead = prefetch.ahead.min(crate::PREFETCH_AHEAD).min(packets.len());
         let main = packets.len() - ahead;
         let (first, last) = verdicts.split_at_mut(main);
-        self.run(packets, ahead, first) + self.run(&packets[main..], 0, last)
+        self.run(packets, Prefetch { ahead, ..prefetch }, first) + self.run(&packets[main..], Prefetch::NONE, last)
     }
 
     /// Runs the verdict function on the first `packets.len() - ahead` of
     /// `packets` (at most `verdicts.len()`), the packet `ahead` places on
     /// prefetched for each.
     #[inline(always)]
-    fn run(&self, packets: &[PacketRef<'_>], ahead: usize, verdicts: &mut [bool]) -> u64 {
-        let ahead = ahead.min(packets.len());
+    fn run(&self, packets: &[PacketRef<'_>], prefetch: Prefetch, verdicts: &mut [bool]) -> u64 {
+        let ahead = prefetch.ahead.min(packets.len());
         let n = (packets.len() - ahead).min(verdicts.len());
         // SAFETY: the buffer holds a verdict function (`VerdictBuffer::new`)
         // with the `VerdictFn` ABI: it reads `n` packet refs to filter and,
@@ -373,13 +377,21 @@ impl VerdictBuffer {
         // ahead` <= `packets.len() - 1`: all within `packets`), the bytes of
         // the first `n` packets only below their captured length (the
         // slices behind the `PacketRef`s outlive the call; the others'
-        // bytes are only prefetched, which never faults), writes the bytes
+        // bytes, and the deeper line `deep` asks for, which may lie past a
+        // packet's captured length, are only prefetched, which never
+        // faults), writes the bytes
         // 0 or 1 (valid `bool`s) to the first `n` of `verdicts` (`n <=
         // verdicts.len()`, borrowed mutably for the call) and nothing else
         // but its stack and the red zone, restores the callee-saved
         // registers it uses, and always returns.
         let f: VerdictFn = unsafe { std::mem::transmute::<*mut u8, VerdictFn>(self.code.ptr) };
-        f(packets.as_ptr(), n, ahead * usize::from(crate::packet::layout::SIZE), verdicts.as_mut_ptr().cast::<u8>())
+        f(
+            packets.as_ptr(),
+            n,
+            ahead * usize::from(crate::packet::layout::SIZE),
+            verdicts.as_mut_ptr().cast::<u8>(),
+            usize::from(prefetch.deep),
+        )
     }
 }
 

@@ -154,10 +154,28 @@ pub const PREFETCH_FAR_SPAN: usize = 64 << 20;
 
 const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 
-/// How far ahead the count function prefetches, from the `first` packets
-/// (the average distance in memory of up to a window's worth of them) and
-/// the number of packets to count: [`PREFETCH_AHEAD`] when they span more than
-/// [`PREFETCH_FAR_SPAN`] bytes, else [`PREFETCH_NEAR`].
+/// How the count function prefetches the packets it filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Prefetch {
+    /// How many packets ahead.
+    pub(crate) ahead: usize,
+    /// Whether it also prefetches the line of the deepest header byte the
+    /// filter reads (when that may be a packet's second line; see
+    /// `x64::pred::deep_line`), not only the first.
+    pub(crate) deep: bool,
+}
+
+impl Prefetch {
+    /// Each packet prefetched as it is filtered: nothing ahead.
+    pub(crate) const NONE: Prefetch = Prefetch { ahead: 0, deep: false };
+}
+
+/// How the count function prefetches, from the `first` packets (the
+/// average distance in memory of up to a window's worth of them) and the
+/// number of packets to count: [`PREFETCH_AHEAD`] ahead when they span more
+/// than [`PREFETCH_FAR_SPAN`] bytes, else [`PREFETCH_NEAR`]; the deeper line
+/// too when they span that much and lie at least [`PREFETCH_MIN_GAP`] bytes
+/// apart on average.
 ///
 /// The distance should cover the time a packet's first line takes to
 /// arrive. Packets far beyond the caches (the 1M-packet workloads: hundreds
@@ -168,17 +186,30 @@ const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 /// some processes (every engine slower then, the JIT most) the JIT filtered
 /// `icmp`, `host` and `swift4` in ~9 ns per packet 32 ahead and 5–6 ns 8
 /// ahead (the hand-written filter 4–7 ns), 2026-11-26.
+///
+/// The deeper line: a packet whose first line is prefetched but whose
+/// ports or addresses lie on its second waits for that line, and a filter
+/// whose code per packet is long cannot run far enough ahead to overlap
+/// those waits. Prefetching that line too (`sift bench --workload
+/// mixed,tcp5555`, 2026-11-27, five alternated runs) took `swift6` from
+/// 40.1 to 26.9 ns per packet on `mixed` and from 44.6 to 33.8 on
+/// `tcp5555`, `ftp200` from 28.6 to 25.6 on `tcp5555`, the port filters
+/// on `mixed` 9–17% less; the shorter filters moved within ±10%. Where
+/// the packets lie close together (`pingflood`: 98-byte packets 144 bytes
+/// apart) the processor streams those lines anyway, and the extra prefetch
+/// made most filters 5–40% slower; on the caches' data (`web`) a second
+/// prefetch was slower too (sessions 9 and 14 of docs/performance-history.md).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-fn prefetch_distance(first: &[PacketRef<'_>], packets: usize) -> usize {
+fn prefetch_plan(first: &[PacketRef<'_>], packets: usize) -> Prefetch {
     let first = &first[..first.len().min(exec::WINDOW)];
     let (Some(a), Some(b)) = (first.first(), first.last()) else {
-        return PREFETCH_NEAR;
+        return Prefetch { ahead: PREFETCH_NEAR, deep: false };
     };
     let gap = b.addr().abs_diff(a.addr()) / first.len().saturating_sub(1).max(1);
     if gap.saturating_mul(packets) > PREFETCH_FAR_SPAN {
-        PREFETCH_AHEAD
+        Prefetch { ahead: PREFETCH_AHEAD, deep: gap >= PREFETCH_MIN_GAP }
     } else {
-        PREFETCH_NEAR
+        Prefetch { ahead: PREFETCH_NEAR, deep: false }
     }
 }
 
@@ -426,7 +457,9 @@ impl JitFilter {
     /// counts the accepted ones itself, prefetching the first cache line
     /// (the headers) of the packet [`PREFETCH_AHEAD`] places further, or
     /// [`PREFETCH_NEAR`] when the items' packets span less than
-    /// [`PREFETCH_FAR_SPAN`] bytes (if the filter reads packets at all).
+    /// [`PREFETCH_FAR_SPAN`] bytes (if the filter reads packets at all),
+    /// and, for packets spanning more that lie far apart, the line of the
+    /// deepest header byte the filter reads as well.
     /// Fewer items, and other filters,
     /// run as [`JitFilter::for_each_verdict`] does; a constant filter (the
     /// empty expression) runs no code and calls `packet` for no item.
@@ -452,7 +485,8 @@ impl JitFilter {
     /// place, one call for all of it, prefetching the first cache line
     /// (the headers) of the packet [`PREFETCH_AHEAD`] places further, or
     /// [`PREFETCH_NEAR`] when the packets span less than
-    /// [`PREFETCH_FAR_SPAN`] bytes (if the filter reads packets at all):
+    /// [`PREFETCH_FAR_SPAN`] bytes (if the filter reads packets at all;
+    /// the deeper line too as [`JitFilter::count_matches`] says):
     /// [`JitFilter::count_matches`] without gathering the packets first.
     /// Fewer packets, and other filters, run as
     /// [`JitFilter::for_each_verdict`] does.
@@ -461,8 +495,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.code.is_some() && packets.len() >= BATCH {
             if let Some(counter) = self.counter() {
-                let ahead = prefetch_distance(packets, packets.len());
-                return counter.count_in_place(packets, ahead);
+                return counter.count_in_place(packets, prefetch_plan(packets, packets.len()));
             }
         }
         self.count_matches(packets, |p| (p.data(), p.wire_len()))
@@ -482,8 +515,7 @@ impl JitFilter {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if self.code.is_some() && n >= BATCH {
             if let Some(verdicter) = self.verdicter() {
-                let ahead = prefetch_distance(packets, n);
-                return verdicter.verdicts_in_place(packets, ahead, verdicts);
+                return verdicter.verdicts_in_place(packets, prefetch_plan(packets, n), verdicts);
             }
         }
         let mut accepted = 0;
@@ -607,8 +639,8 @@ impl JitFilter {
 
 /// [`JitFilter::count_matches`] through the count function: packets
 /// are gathered [`BATCH`] at a time into a window of [`PacketRef`]s and
-/// counted by one call, which prefetches the packet [`prefetch_distance`]
-/// places further on, from the gathered window.
+/// counted by one call, which prefetches the packet [`prefetch_plan`]
+/// says, from the gathered window.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline]
 fn count_batched<T>(counter: &exec::CountBuffer, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
@@ -632,12 +664,12 @@ fn count_batched<T>(counter: &exec::CountBuffer, items: &[T], packet: impl Fn(&T
         }
     }
     gather(&mut window, items, 0, &packet);
-    let ahead = prefetch_distance(&window[..items.len().min(WINDOW)], items.len());
+    let prefetch = prefetch_plan(&window[..items.len().min(WINDOW)], items.len());
     let mut base = 0;
     let mut count = 0;
     while base < items.len() {
         let n = (items.len() - base).min(BATCH);
-        count += counter.count(&window, n, ahead);
+        count += counter.count(&window, n, prefetch);
         base += n;
         window.copy_within(BATCH.., 0);
         gather(&mut window[PREFETCH_AHEAD..], items, base + PREFETCH_AHEAD, &packet);
@@ -652,21 +684,29 @@ mod tests {
     use sift_bpf::Insn;
 
     /// The count function prefetches far ahead only for packets spanning
-    /// more than `PREFETCH_FAR_SPAN` bytes (estimated from the first ones).
+    /// more than `PREFETCH_FAR_SPAN` bytes (estimated from the first ones),
+    /// and the deeper line only for those that also lie at least
+    /// `PREFETCH_MIN_GAP` bytes apart.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
-    fn prefetch_distance_follows_the_span() {
-        use super::{prefetch_distance, PacketRef, PREFETCH_AHEAD, PREFETCH_NEAR};
+    fn prefetch_plan_follows_the_span_and_the_gap() {
+        use super::{prefetch_plan, PacketRef, Prefetch, PREFETCH_AHEAD, PREFETCH_NEAR};
         let buffer = vec![0u8; 4 << 20];
         let slots = |stride: usize| -> Vec<PacketRef<'_>> {
             (0..4).map(|i| PacketRef::new(&buffer[i * stride..i * stride + 1], 1)).collect()
         };
-        assert_eq!(prefetch_distance(&slots(1 << 20), 100), PREFETCH_AHEAD); // 100 MiB
-        assert_eq!(prefetch_distance(&slots(1 << 20), 10), PREFETCH_NEAR); // 10 MiB
-        assert_eq!(prefetch_distance(&slots(100), 1_000_000), PREFETCH_AHEAD); // 100 MB
-        assert_eq!(prefetch_distance(&slots(100), 20_000), PREFETCH_NEAR); // 2 MB
-        assert_eq!(prefetch_distance(&slots(0), 1 << 40), PREFETCH_NEAR); // one packet, again and again
-        assert_eq!(prefetch_distance(&[], 5), PREFETCH_NEAR);
+        let (far, deep, near) = (
+            Prefetch { ahead: PREFETCH_AHEAD, deep: false },
+            Prefetch { ahead: PREFETCH_AHEAD, deep: true },
+            Prefetch { ahead: PREFETCH_NEAR, deep: false },
+        );
+        assert_eq!(prefetch_plan(&slots(1 << 20), 100), deep); // 100 MiB, 1 MiB apart
+        assert_eq!(prefetch_plan(&slots(1 << 20), 10), near); // 10 MiB
+        assert_eq!(prefetch_plan(&slots(1000), 100_000), deep); // 100 MB, 1,000 bytes apart
+        assert_eq!(prefetch_plan(&slots(100), 1_000_000), far); // 100 MB, 100 bytes apart
+        assert_eq!(prefetch_plan(&slots(100), 20_000), near); // 2 MB
+        assert_eq!(prefetch_plan(&slots(0), 1 << 40), near); // one packet, again and again
+        assert_eq!(prefetch_plan(&[], 5), near);
     }
 
     /// A filter stays small enough to be moved without a call to

@@ -42,12 +42,19 @@
 //! those the per-packet function accepts, without a call or a stored
 //! verdict per packet.
 //!
+//! A last argument, `deep: usize`, asks for the line of the deepest header
+//! byte the filter reads to be prefetched as well: the caller sets it for
+//! packets far apart in memory beyond the caches (`crate::Prefetch`). Only
+//! the count functions of long predicates that read past a packet's first
+//! 16 bytes ([`pred::deep_line`]) act on it (the flag pushed last, tested
+//! once per packet); the others ignore it.
+//!
 //! # The verdict function
 //!
 //! The count function that also writes each packet's verdict, 1 or 0, to a
 //! byte of its own: `extern "sysv64" fn(packets: *const PacketRef, n:
-//! usize, ahead: usize, verdicts: *mut u8) -> u64`; `r13` walks the verdict
-//! bytes. Each packet's byte is set to 0 before its run and to 1 where the
+//! usize, ahead: usize, verdicts: *mut u8, deep: usize) -> u64`; `r13`
+//! walks the verdict bytes. Each packet's byte is set to 0 before its run and to 1 where the
 //! count is incremented (`setc` for `ret a`).
 //!
 //! # Semantics (those of `sift_bpf::interp`, i.e. libpcap `bpf_filter`)
@@ -929,6 +936,7 @@ fn emit(prog: &[Insn], plan: &Plan, function: Function, asm: &mut Asm) {
         verdicts: function == Function::Verdicts,
         wire: RDX,
         saved: &[],
+        deep_line: None,
     };
     if count {
         counting.head(asm, top, done);
@@ -1073,6 +1081,10 @@ struct CountLoop<'a> {
     wire: u8,
     /// Value registers of the per-packet code to save as well.
     saved: &'a [u8],
+    /// The offset of the deepest header byte the per-packet code reads
+    /// (16 to 63, see [`pred::deep_line`]): its line is prefetched too,
+    /// from a packet `ahead` on, when the `deep` argument is non-zero.
+    deep_line: Option<u8>,
 }
 
 impl CountLoop<'_> {
@@ -1092,6 +1104,10 @@ impl CountLoop<'_> {
             asm.bytes(&[0x49, 0x89, 0xcd]); // mov r13, rcx (the verdict bytes)
         }
         self.saved.iter().for_each(|&r| asm.push(r));
+        if self.deep() {
+            // The `deep` argument, last pushed: at [rsp] in the loop.
+            asm.push(if self.verdicts { R8 } else { RCX });
+        }
         const _: () = assert!(packet::layout::SIZE == 16);
         asm.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the first PacketRef)
         asm.bytes(&[0x48, 0xc1, 0xe6, 0x04]); // shl rsi, 4
@@ -1121,6 +1137,17 @@ impl CountLoop<'_> {
             asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
             asm.bytes(&[0x0f, 0x18, 0x08]);
         }
+        if let (Some(line), true) = (self.deep_line, self.deep()) {
+            // cmp byte [rsp], 0; je +4; prefetcht0 [rax + line]
+            asm.bytes(&[0x80, 0x3c, 0x24, 0x00, 0x74, 0x04]);
+            asm.bytes(&[0x0f, 0x18, 0x48, line]);
+        }
+    }
+
+    /// The loop prefetches a deeper line when its `deep` argument asks (the
+    /// offset fits the positive 8-bit displacement of its `prefetcht0`).
+    fn deep(&self) -> bool {
+        self.reads_packet && self.deep_line.is_some_and(|l| l < 0x80)
     }
 
     /// An accepted packet: counted (and its verdict byte set to 1).
@@ -1143,6 +1170,9 @@ impl CountLoop<'_> {
         asm.jcc(Cc::Ne, top);
         asm.bind(done);
         asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
+        if self.deep() {
+            asm.pop(RCX); // the `deep` argument
+        }
         self.saved.iter().rev().for_each(|&r| asm.pop(r));
         if self.verdicts {
             asm.bytes(&[0x41, 0x5d]); // pop r13

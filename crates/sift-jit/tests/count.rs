@@ -27,6 +27,8 @@ const EXPRS: &[&str] = &[
     "tcp[13] & 2 != 0",
     "ip6 and tcp",
     "ether[0] = 1 and ether[0] = 2",
+    // Long enough for the count function to prefetch a deeper line.
+    "ip and tcp port (21 or 22 or 23 or 24 or 25 or 26 or 27 or 28 or 29 or 30 or 31 or 32 or 33 or 34 or 35 or 36 or 37 or 38 or 39 or 40)",
 ];
 
 /// `expr` on Ethernet: its optimized predicate and its cBPF program.
@@ -155,8 +157,10 @@ fn count_matches_agrees_with_the_per_packet_function() {
 }
 
 /// Packets spread over more memory than `PREFETCH_FAR_SPAN` (prefetched
-/// `PREFETCH_AHEAD` ahead) and over less (`PREFETCH_NEAR` ahead) are
-/// counted exactly as the per-packet function accepts them.
+/// `PREFETCH_AHEAD` ahead, and far apart: the deeper line too, in the
+/// count functions compiled from predicates) and over less
+/// (`PREFETCH_NEAR` ahead) are counted exactly as the per-packet function
+/// accepts them, by the count functions of both compilers.
 #[test]
 fn count_matches_agrees_at_either_prefetch_distance() {
     if !JitFilter::is_supported() {
@@ -175,17 +179,19 @@ fn count_matches_agrees_at_either_prefetch_distance() {
             .enumerate()
             .map(|(i, (data, wire))| (&buffer[i * stride..i * stride + data.len()], *wire))
             .collect();
-        for expr in EXPRS {
-            let jit = JitFilter::from_program(&compiled(expr).1).expect("jit");
+        for (expr, from) in EXPRS.iter().flat_map(|e| [(e, "cBPF"), (e, "predicate")]) {
+            let (pred, prog) = compiled(expr);
+            let jit = if from == "cBPF" { JitFilter::from_program(&prog) } else { JitFilter::from_pred(&pred) };
+            let jit = jit.expect("jit");
             for start in [0, 5] {
                 let part = &items[start..];
                 let want = part.iter().filter(|p| jit.run(p.0, p.1) != 0).count() as u64;
-                assert_eq!(jit.count_matches(part, |p| (p.0, p.1)), want, "{expr:?} stride {stride} from {start}");
+                assert_eq!(jit.count_matches(part, |p| (p.0, p.1)), want, "{expr:?} from {from}, stride {stride} from {start}");
                 let refs: Vec<PacketRef> = part.iter().map(|&(d, w)| PacketRef::new(d, w)).collect();
-                assert_eq!(jit.count_packets(&refs), want, "{expr:?} stride {stride} from {start} in place");
+                assert_eq!(jit.count_packets(&refs), want, "{expr:?} from {from}, stride {stride} from {start} in place");
                 let mut got = vec![false; refs.len()];
-                assert_eq!(jit.verdicts(&refs, &mut got), want, "{expr:?} stride {stride} from {start} verdicts");
-                assert!(got.iter().zip(part).all(|(&g, p)| g == (jit.run(p.0, p.1) != 0)), "{expr:?} stride {stride}");
+                assert_eq!(jit.verdicts(&refs, &mut got), want, "{expr:?} from {from}, stride {stride} from {start} verdicts");
+                assert!(got.iter().zip(part).all(|(&g, p)| g == (jit.run(p.0, p.1) != 0)), "{expr:?} from {from}, stride {stride}");
             }
         }
     }

@@ -145,6 +145,92 @@ fn load_end(v: &Value, depth: u32) -> Option<u64> {
     })
 }
 
+/// For a predicate of at least [`DEEP_LINE_TESTS`] tests, the offset of the
+/// deepest header byte it reads that may lie on a packet's second cache
+/// line when its first does not: the last byte of its
+/// loads at fixed offsets ending within 48 bytes, and of its loads behind
+/// an index (each part of the index computed from the packet counted as 20,
+/// the usual IPv4 header length: `tcp port 21` reads bytes 34 to 37 of an
+/// Ethernet frame, `tcp[20]` byte 54), at most 63; `None` below 16
+/// (byte 15 and all before it lie on the line of byte 0 of a packet at any
+/// 16-byte boundary) or for a tree deeper than the recursion limit.
+///
+/// The count function prefetches that byte's line too when the packets lie
+/// far apart beyond the caches (`crate::Prefetch`). Deeper fixed offsets
+/// are left out: those are the bytes of IPv6 and extension headers, which
+/// most packets do not reach (`tcp` reads byte 54 only behind an IPv6
+/// fragment header), so prefetching their line would mostly cost
+/// bandwidth.
+pub(crate) fn deep_line(p: &Pred) -> Option<u8> {
+    let (last, tests) = header_reach(p)?;
+    (tests >= DEEP_LINE_TESTS).then_some(last?)
+}
+
+/// [`deep_line`]'s offset whatever the number of tests (`None` below 16),
+/// and the number of tests of `p`; `None` for a tree deeper than the
+/// recursion limit.
+fn header_reach(p: &Pred) -> Option<(Option<u8>, usize)> {
+    /// An index's usual value: its constants added, 20 for each other part.
+    fn usual(i: &Value, depth: u32) -> Option<u64> {
+        let depth = depth.checked_sub(1)?;
+        Some(match i {
+            Value::Const(k) => u64::from(*k),
+            Value::Bin(BinOp::Add, a, b) => usual(a, depth)?.saturating_add(usual(b, depth)?),
+            _ => 20,
+        })
+    }
+    /// The largest end offset of the loads counted in `v`.
+    fn value(v: &Value, depth: u32) -> Option<u64> {
+        let depth = depth.checked_sub(1)?;
+        Some(match v {
+            Value::Const(_) | Value::Len | Value::Protochain { .. } => 0,
+            Value::Load { size, index, offset } => {
+                let end = u64::from(*offset) + u64::from(size.bytes());
+                match index {
+                    Some(i) => end.saturating_add(usual(i, depth)?).max(value(i, depth)?),
+                    None if end <= 48 => end,
+                    None => 0,
+                }
+            }
+            Value::Neg(a) => value(a, depth)?,
+            Value::Bin(_, a, b) => value(a, depth)?.max(value(b, depth)?),
+        })
+    }
+    /// The largest end offset of the loads counted in `p`, and its number
+    /// of tests.
+    fn pred(p: &Pred, depth: u32) -> Option<(u64, usize)> {
+        let depth = depth.checked_sub(1)?;
+        Some(match p {
+            Pred::True | Pred::False => (0, 0),
+            Pred::Not(q) => pred(q, depth)?,
+            Pred::And(v) | Pred::Or(v) => v.iter().try_fold((0, 0), |(end, tests), q| {
+                let (e, t) = pred(q, depth)?;
+                Some((end.max(e), tests + t))
+            })?,
+            Pred::Test(t) => (value(&t.lhs, depth)?.max(value(&t.rhs, depth)?), 1),
+        })
+    }
+    let (end, tests) = pred(p, MAX_DEPTH)?;
+    let last = end.saturating_sub(1).min(63);
+    Some(((last >= 16).then_some(last as u8), tests))
+}
+
+/// The fewest tests for which a predicate's count function prefetches the
+/// deeper line ([`deep_line`]). Where a packet's bytes on its second line
+/// are not in the caches, the processor waits for them while it runs the
+/// rest of that packet's code, and overlaps the wait with the next
+/// packets' loads only if that code is short. With many tests (long host
+/// and port lists), prefetching the line saves most of that wait:
+/// `swift6` (87 tests) took 24–26% less time per packet on `mixed` and
+/// `tcp5555`, `ftp200` (447) 7–9% less. With few, a prefetch that is
+/// wasted (the line is not needed: the other protocols, IPv6 against an
+/// IPv4 test) costs more than the waits it saves: `host`, `net`,
+/// `swift3` and `tcp[20]` were 5–10% slower on `mixed`, `swift5` (17
+/// tests) 23% faster on `tcp5555` but 7% slower on `mixed`, and
+/// `bpfperf1`/`bpfperf2` (18, 24) slower on one of the two (`sift bench`,
+/// 2026-11-27, alternated runs).
+const DEEP_LINE_TESTS: usize = 32;
+
 /// One walk over `p` before code is emitted: raises `regs` to the
 /// registers its tests need, and returns the captured lengths every path
 /// to its true exit, and every path to its false exit, has shown the
@@ -883,6 +969,7 @@ fn emit_body<'p>(
         verdicts: function == Function::Verdicts,
         wire: R8,
         saved,
+        deep_line: deep_line(pred),
     };
     if count {
         counting.head(&mut cx.asm, top, done);
@@ -931,4 +1018,51 @@ pub(crate) fn compile<R>(pred: &Pred, accept: u32, function: Function, install: 
         asm.finish()?;
         Some(install(&asm.code))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{deep_line, header_reach, DEEP_LINE_TESTS};
+    use sift_ir::{LinkType, LowerOptions, Pred};
+
+    fn pred(expr: &str) -> Pred {
+        let opts = LowerOptions { linktype: LinkType::EN10MB, ..LowerOptions::default() };
+        let ast = sift_syntax::parse(expr).expect("parses");
+        sift_ir::optimize(&sift_ir::lower(&ast, &opts).expect("lowers"))
+    }
+
+    fn line(expr: &str) -> Option<u8> {
+        header_reach(&pred(expr)).expect("not too deep").0
+    }
+
+    /// The deeper line a count function may prefetch: the last byte of the
+    /// IPv4 (and ARP) headers and ports a filter reads on Ethernet; none
+    /// for a filter that reads only the first 16 bytes, and IPv6's deeper
+    /// bytes left out.
+    #[test]
+    fn the_deep_line_is_the_last_header_byte_of_the_usual_path() {
+        assert_eq!(line("ip"), None);
+        assert_eq!(line("ether host 1:2:3:4:5:6"), None);
+        assert_eq!(line("tcp"), Some(23)); // not byte 54, behind an IPv6 fragment header
+        assert_eq!(line("icmp"), Some(23));
+        assert_eq!(line("src net 10.0.0.0/8"), Some(31)); // ARP's source address at 28
+        assert_eq!(line("host 10.1.2.3"), Some(41)); // ARP's target address at 38
+        assert_eq!(line("tcp port 21"), Some(37)); // behind a 20-byte IPv4 header
+        assert_eq!(line("tcp[20] > 65"), Some(54));
+        assert_eq!(line("ether[100] = 1"), None);
+        assert_eq!(line("ip6 host ::1"), Some(45)); // loads ending within 48 bytes, up to the destination's second word
+    }
+
+    /// Only predicates of many tests get the deeper line prefetched.
+    #[test]
+    fn only_long_predicates_prefetch_the_deep_line() {
+        let ports = |n: u32| (1..=n).map(|p| p.to_string()).collect::<Vec<_>>().join(" or ");
+        assert_eq!(deep_line(&pred("tcp port 21")), None);
+        let short = pred(&format!("ip and tcp port ({})", ports(4)));
+        let long = pred(&format!("ip and tcp port ({})", ports(20)));
+        assert!(header_reach(&short).expect("reach").1 < DEEP_LINE_TESTS);
+        assert!(header_reach(&long).expect("reach").1 >= DEEP_LINE_TESTS);
+        assert_eq!(deep_line(&short), None);
+        assert_eq!(deep_line(&long), Some(37));
+    }
 }
