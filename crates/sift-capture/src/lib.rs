@@ -115,7 +115,9 @@ pub struct Config {
     /// Do not capture packets this host sends (`PACKET_IGNORE_OUTGOING`).
     pub ignore_outgoing: bool,
     /// Join a PACKET_FANOUT group: the kernel spreads the interface's
-    /// packets over the group's sockets (one ring each).
+    /// packets over the group's sockets (one ring each). Activate the
+    /// members with [`Capture::activate_held`], then release them, for a
+    /// flow never to be split between members while the group forms.
     pub fanout: Option<Fanout>,
 }
 
@@ -421,6 +423,9 @@ pub struct Capture {
     /// Blocks still to filter entirely in user space because they may hold
     /// packets that passed a previous filter.
     refilter_blocks: usize,
+    /// The socket filter last attached, which [`Capture::release`] attaches
+    /// again (empty: none).
+    kernel_program: Vec<Insn>,
     counters: Counters,
 }
 
@@ -521,6 +526,7 @@ impl Capture {
             filter: None,
             placement: Placement::None,
             refilter_blocks: 0,
+            kernel_program: Vec::new(),
             counters: Counters::default(),
         };
         // Without a filter the kernel still truncates to the snapshot length.
@@ -596,30 +602,30 @@ impl Capture {
         let placement = match (&filter, self.framing) {
             (None, _) => {
                 // Truncation in the kernel; a refusal here is harmless.
-                let _ = sys::attach_filter(&self.fd, &accept_all);
+                let _ = self.attach(&accept_all);
                 Placement::None
             }
             (Some(f), Framing::CookedSll2) => {
                 let kernel = kernel_program(f).and_then(cooked_program);
-                match kernel.map(|prog| sys::attach_filter(&self.fd, &prog)) {
+                match kernel.map(|prog| self.attach(&prog)) {
                     Some(Ok(())) => Placement::Kernel,
                     _ => {
-                        sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"))?;
-                        let _ = sys::attach_filter(&self.fd, &accept_all);
+                        self.detach().map_err(io_err("SO_DETACH_FILTER"))?;
+                        let _ = self.attach(&accept_all);
                         Placement::Userland
                     }
                 }
             }
             (Some(f), Framing::Raw { .. }) => match kernel_program(f) {
                 None => {
-                    let _ = sys::attach_filter(&self.fd, &accept_all);
+                    let _ = self.attach(&accept_all);
                     Placement::Userland
                 }
-                Some(program) => match sys::attach_filter(&self.fd, &vlan_passthrough(program, self.snaplen)) {
+                Some(program) => match self.attach(&vlan_passthrough(program, self.snaplen)) {
                     Ok(()) => Placement::Kernel,
                     Err(_) => {
-                        sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"))?;
-                        let _ = sys::attach_filter(&self.fd, &accept_all);
+                        self.detach().map_err(io_err("SO_DETACH_FILTER"))?;
+                        let _ = self.attach(&accept_all);
                         Placement::Userland
                     }
                 },
@@ -642,7 +648,7 @@ impl Capture {
     /// filtered with it too.
     pub fn set_live_filter(&mut self, filter: LiveFilter) -> Result<Placement, Error> {
         let accept_all = [Insn::stmt(0x06, self.snaplen)]; // ret #snaplen
-        sys::attach_filter(&self.fd, &accept_all).map_err(io_err("SO_ATTACH_FILTER"))?;
+        self.attach(&accept_all).map_err(io_err("SO_ATTACH_FILTER"))?;
         self.filter = Some(UserPredicate::Live(Box::new(filter)));
         self.placement = Placement::Userland;
         Ok(self.placement)
@@ -655,6 +661,52 @@ impl Capture {
             Some(UserPredicate::Live(f)) => Some(f),
             _ => None,
         }
+    }
+
+    /// Attaches `prog` as the socket filter, and remembers it for
+    /// [`Capture::release`] if the kernel took it.
+    fn attach(&mut self, prog: &[Insn]) -> io::Result<()> {
+        sys::attach_filter(&self.fd, prog)?;
+        self.kernel_program.clear();
+        self.kernel_program.extend_from_slice(prog);
+        Ok(())
+    }
+
+    /// Removes the socket filter.
+    fn detach(&mut self) -> io::Result<()> {
+        sys::detach_filter(&self.fd)?;
+        self.kernel_program.clear();
+        Ok(())
+    }
+
+    /// [`Capture::activate`] with every packet held back: a filter that
+    /// rejects everything is attached first, so the socket is bound (and in
+    /// its fanout group) but nothing enters the ring until
+    /// [`Capture::release`] attaches the capture's own filter again (as
+    /// does setting a filter in between). No effect on an active capture.
+    ///
+    /// For the members of a fanout group: activated one after another, the
+    /// group forms while packets flow, and the kernel hands a flow to the
+    /// members that have joined so far (a member bound but not yet in the
+    /// group even gets every packet besides); activating every member held,
+    /// then releasing them, keeps each flow on one member from the first
+    /// packet any of them takes.
+    pub fn activate_held(&mut self) -> Result<(), Error> {
+        if self.active {
+            return Ok(());
+        }
+        // ret #0 (the capture's own program stays in `kernel_program`)
+        sys::attach_filter(&self.fd, &[Insn::stmt(0x06, 0)]).map_err(io_err("SO_ATTACH_FILTER"))?;
+        self.activate()
+    }
+
+    /// Ends [`Capture::activate_held`]'s hold: attaches the capture's own
+    /// socket filter again (removes the hold's if it has none).
+    pub fn release(&mut self) -> Result<(), Error> {
+        if self.kernel_program.is_empty() {
+            return sys::detach_filter(&self.fd).map_err(io_err("SO_DETACH_FILTER"));
+        }
+        sys::attach_filter(&self.fd, &self.kernel_program).map_err(io_err("SO_ATTACH_FILTER"))
     }
 
     /// Binds the socket to the interface (sets promiscuous mode, joins the

@@ -685,11 +685,17 @@ fn capture_fanout(args: &CaptureArgs) -> Result<Stats, String> {
     for _ in 0..args.fanout {
         caps.push(open_member(args, Some(fanout))?);
     }
-    if let Some(first) = caps.first() {
-        listening_line(args, first);
+    // The group forms with every member holding packets back, then all let
+    // them in: no flow reaches a member before the group is complete (see
+    // `Capture::activate_held`).
+    for cap in &mut caps {
+        cap.activate_held().map_err(|e| e.to_string())?;
     }
     for cap in &mut caps {
-        cap.activate().map_err(|e| e.to_string())?;
+        cap.release().map_err(|e| e.to_string())?;
+    }
+    if let Some(first) = caps.first() {
+        listening_line(args, first);
     }
     let taken = AtomicU64::new(0);
     let mut updates = match &args.updates {
@@ -769,6 +775,8 @@ pub fn capture_main(args: &CaptureArgs) -> Result<Stats, String> {
         capture_fanout(args)?
     } else {
         let mut cap = open_capture(args)?;
+        // Bound before the line says so: whoever waits for it can send.
+        cap.activate().map_err(|e| e.to_string())?;
         listening_line(args, &cap);
         sys::install_stop_handlers().map_err(|e| format!("sigaction: {e}"))?;
         match &args.write {

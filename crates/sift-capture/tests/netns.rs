@@ -862,6 +862,97 @@ fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
     }
 }
 
+/// Members activated held (`Capture::activate_held`) take no packet, not
+/// even the frames sent while the group is complete but not yet released;
+/// once released they take every packet, each flow on one member. (This is
+/// how `--fanout` forms its group: members joining one after another while
+/// traffic flows would split flows between them.)
+#[test]
+fn held_fanout_members_take_nothing_until_released() {
+    use sift_capture::{Fanout, FanoutMode};
+    let pair = setup_or_skip!();
+    let batch = |round: u8| -> Vec<Vec<u8>> {
+        (0..64u16)
+            .map(|flow| {
+                let mut p = udp(1000, &[round; 8]);
+                p[20..22].copy_from_slice(&(6000 + flow).to_be_bytes());
+                eth(&[], 0x0800, &p)
+            })
+            .collect()
+    };
+    let (held, released) = (batch(1), batch(2));
+    let (to_tx, to_rx) = mpsc::channel::<()>();
+    let (back_tx, back_rx) = mpsc::channel::<()>();
+    let vb = pair.vb.clone();
+    let group = (std::process::id() as u16) ^ 0x3c3c;
+    let total = released.len();
+    let rx = in_netns(&pair.b, move || {
+        let mut caps: Vec<Capture> = (0..2)
+            .map(|_| {
+                let mut cfg = Config::new(&vb);
+                cfg.ring = small_ring();
+                cfg.fanout = Some(Fanout { group, mode: FanoutMode::Hash, defrag: true });
+                let mut cap = Capture::open(&cfg).unwrap();
+                let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
+                cap.set_filter(Some(f)).unwrap();
+                cap.activate_held().unwrap();
+                cap
+            })
+            .collect();
+        to_tx.send(()).unwrap(); // held: send the first batch
+        back_rx.recv().unwrap();
+        let mut early = 0;
+        let end = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < end {
+            for cap in caps.iter_mut() {
+                if let Some(mut b) = cap.next_block(10).unwrap() {
+                    early += b.packets().count();
+                }
+            }
+        }
+        for cap in caps.iter_mut() {
+            cap.release().unwrap();
+        }
+        to_tx.send(()).unwrap(); // released: send the second batch
+        let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
+        let end = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < end && got.iter().map(|g| g.len()).sum::<usize>() < total {
+            for (k, cap) in caps.iter_mut().enumerate() {
+                if let Some(mut b) = cap.next_block(10).unwrap() {
+                    got[k].extend(b.packets().map(|p| p.data.to_vec()));
+                }
+            }
+        }
+        (early, got)
+    });
+    let va = pair.va.clone();
+    let batches = [held, released.clone()];
+    in_netns(&pair.a, move || {
+        let inj = Injector::open(&va).unwrap();
+        for frames in &batches {
+            to_rx.recv().unwrap();
+            for f in frames {
+                inj.send(f).unwrap();
+            }
+            let _ = back_tx.send(());
+        }
+    })
+    .join()
+    .unwrap();
+    let (early, got) = rx.join().unwrap();
+    assert_eq!(early, 0, "packets taken while held");
+    let mut all: Vec<Vec<u8>> = got.iter().flatten().cloned().collect();
+    let mut want = released;
+    all.sort();
+    want.sort();
+    assert!(all == want, "after release, every packet once: got {} + {}", got[0].len(), got[1].len());
+    let port = |d: &Vec<u8>| u16::from_be_bytes([d[34], d[35]]);
+    for flow in 6000..6064u16 {
+        let homes = got.iter().filter(|g| g.iter().any(|d| port(d) == flow)).count();
+        assert_eq!(homes, 1, "flow {flow}");
+    }
+}
+
 /// Runs in a child process without capabilities (see the next test); a
 /// no-op otherwise.
 #[test]
