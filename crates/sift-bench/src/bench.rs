@@ -274,12 +274,21 @@ pub fn bench_filter(
     let setup = Setup::for_capture(workload.linktype, workload.snaplen);
     // Build every engine first, then warm each up, then take the samples
     // round-robin (engine A, B, C, A, B, C, ...) so that a burst of load
-    // on the machine hits every engine alike.
-    let mut runners: Vec<(&'static str, engines::Built)> = Vec::new();
-    for e in engines {
-        let mut compile_times = Vec::new();
-        let mut last = None;
-        for _ in 0..opts.compile_samples.max(1) {
+    // on the machine hits every engine alike. The builds whose times are
+    // the compile figures go round-robin too (each engine's median), each
+    // timed right after an untimed build of the same engine, so that it
+    // finds that engine's code and data in the caches as a run of builds
+    // of one engine would.
+    let mut compile_times: Vec<Vec<u64>> = vec![Vec::new(); engines.len()];
+    let mut last: Vec<Option<engines::Built>> = engines.iter().map(|_| None).collect();
+    let mut applies = vec![true; engines.len()];
+    for _ in 0..opts.compile_samples.max(1) {
+        for (i, e) in engines.iter().enumerate() {
+            if !applies[i] {
+                continue;
+            }
+            // Untimed (an error shows in the timed build that follows).
+            let _ = (e.build)(filter, &setup);
             let t = opts.clock.now();
             let built = (e.build)(filter, &setup).map_err(|m| {
                 format!(
@@ -288,15 +297,21 @@ pub fn bench_filter(
                 )
             })?;
             let total = opts.clock.now().saturating_sub(t);
-            let Some(b) = built else { break };
+            let Some(b) = built else {
+                applies[i] = false;
+                continue;
+            };
             // The engine's own figure (e.g. `pcap_compile` alone) unless
             // it exceeds the whole build on the chosen clock.
-            compile_times.push(if opts.clock == Clock::Wall { b.compile_ns } else { b.compile_ns.min(total) });
-            last = Some(b);
+            compile_times[i].push(if opts.clock == Clock::Wall { b.compile_ns } else { b.compile_ns.min(total) });
+            last[i] = Some(b);
         }
-        if let Some(mut b) = last {
-            compile_times.sort_unstable();
-            b.compile_ns = compile_times[compile_times.len() / 2];
+    }
+    let mut runners: Vec<(&'static str, engines::Built)> = Vec::new();
+    for ((e, times), built) in engines.iter().zip(&mut compile_times).zip(last) {
+        if let Some(mut b) = built {
+            times.sort_unstable();
+            b.compile_ns = times[times.len() / 2];
             runners.push((e.name, b));
         }
     }
