@@ -969,7 +969,7 @@ fn emit_body<'p>(
         verdicts: function == Function::Verdicts,
         wire: R8,
         saved,
-        deep_line: deep_line(pred),
+        deep_line: if count { deep_line(pred) } else { None },
     };
     if count {
         counting.head(&mut cx.asm, top, done);
