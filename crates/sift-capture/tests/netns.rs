@@ -782,9 +782,25 @@ fn same_records_as_tcpdump_on_the_any_device() {
     );
 }
 
+/// A member of hash fanout group `group` on `iface` (small ring, filter
+/// `udp dst port 1000`), not yet active.
+fn fanout_member(iface: &str, group: u16) -> Capture {
+    use sift_capture::{Fanout, FanoutMode};
+    let mut cfg = Config::new(iface);
+    cfg.ring = small_ring();
+    cfg.fanout = Some(Fanout {
+        group,
+        mode: FanoutMode::Hash,
+        defrag: true,
+    });
+    let mut cap = Capture::open(&cfg).unwrap();
+    let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
+    cap.set_filter(Some(f)).unwrap();
+    cap
+}
+
 #[test]
 fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
-    use sift_capture::{Fanout, FanoutMode};
     let pair = setup_or_skip!();
     // 64 flows (source ports) x 4 packets, then the marker.
     let mut sent = Vec::new();
@@ -803,16 +819,7 @@ fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
     let rx = in_netns(&pair.b, move || {
         let mut caps: Vec<Capture> = (0..2)
             .map(|_| {
-                let mut cfg = Config::new(&vb);
-                cfg.ring = small_ring();
-                cfg.fanout = Some(Fanout {
-                    group,
-                    mode: FanoutMode::Hash,
-                    defrag: true,
-                });
-                let mut cap = Capture::open(&cfg).unwrap();
-                let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
-                cap.set_filter(Some(f)).unwrap();
+                let mut cap = fanout_member(&vb, group);
                 cap.activate().unwrap();
                 cap
             })
@@ -869,7 +876,6 @@ fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
 /// traffic flows would split flows between them.)
 #[test]
 fn held_fanout_members_take_nothing_until_released() {
-    use sift_capture::{Fanout, FanoutMode};
     let pair = setup_or_skip!();
     let batch = |round: u8| -> Vec<Vec<u8>> {
         (0..64u16)
@@ -889,12 +895,7 @@ fn held_fanout_members_take_nothing_until_released() {
     let rx = in_netns(&pair.b, move || {
         let mut caps: Vec<Capture> = (0..2)
             .map(|_| {
-                let mut cfg = Config::new(&vb);
-                cfg.ring = small_ring();
-                cfg.fanout = Some(Fanout { group, mode: FanoutMode::Hash, defrag: true });
-                let mut cap = Capture::open(&cfg).unwrap();
-                let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
-                cap.set_filter(Some(f)).unwrap();
+                let mut cap = fanout_member(&vb, group);
                 cap.activate_held().unwrap();
                 cap
             })

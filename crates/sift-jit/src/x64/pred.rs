@@ -130,18 +130,24 @@ fn test_need(t: &Test, depth: u32) -> Option<usize> {
 /// length the packet has if they do not abort (an indexed load's index
 /// only adds to it).
 fn load_end(v: &Value, depth: u32) -> Option<u64> {
+    max_over_loads(v, depth, &|end, _| Some(end))
+}
+
+/// The largest `rule(offset + size, index)` over the loads computing `v`
+/// (those computing an index included); 0 without loads.
+fn max_over_loads(v: &Value, depth: u32, rule: &impl Fn(u64, Option<&Value>) -> Option<u64>) -> Option<u64> {
     let depth = depth.checked_sub(1)?;
     Some(match v {
         Value::Const(_) | Value::Len | Value::Protochain { .. } => 0,
         Value::Load { size, index, offset } => {
-            let end = u64::from(*offset) + u64::from(size.bytes());
+            let own = rule(u64::from(*offset) + u64::from(size.bytes()), index.as_deref())?;
             match index {
-                Some(i) => end.max(load_end(i, depth)?),
-                None => end,
+                Some(i) => own.max(max_over_loads(i, depth, rule)?),
+                None => own,
             }
         }
-        Value::Neg(a) => load_end(a, depth)?,
-        Value::Bin(_, a, b) => load_end(a, depth)?.max(load_end(b, depth)?),
+        Value::Neg(a) => max_over_loads(a, depth, rule)?,
+        Value::Bin(_, a, b) => max_over_loads(a, depth, rule)?.max(max_over_loads(b, depth, rule)?),
     })
 }
 
@@ -181,19 +187,9 @@ fn header_reach(p: &Pred) -> Option<(Option<u8>, usize)> {
     }
     /// The largest end offset of the loads counted in `v`.
     fn value(v: &Value, depth: u32) -> Option<u64> {
-        let depth = depth.checked_sub(1)?;
-        Some(match v {
-            Value::Const(_) | Value::Len | Value::Protochain { .. } => 0,
-            Value::Load { size, index, offset } => {
-                let end = u64::from(*offset) + u64::from(size.bytes());
-                match index {
-                    Some(i) => end.saturating_add(usual(i, depth)?).max(value(i, depth)?),
-                    None if end <= 48 => end,
-                    None => 0,
-                }
-            }
-            Value::Neg(a) => value(a, depth)?,
-            Value::Bin(_, a, b) => value(a, depth)?.max(value(b, depth)?),
+        max_over_loads(v, depth, &|end, index| match index {
+            Some(i) => Some(end.saturating_add(usual(i, depth)?)),
+            None => Some(if end <= 48 { end } else { 0 }),
         })
     }
     /// The largest end offset of the loads counted in `p`, and its number
