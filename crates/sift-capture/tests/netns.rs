@@ -782,21 +782,45 @@ fn same_records_as_tcpdump_on_the_any_device() {
     );
 }
 
-/// A member of hash fanout group `group` on `iface` (small ring, filter
-/// `udp dst port 1000`), not yet active.
-fn fanout_member(iface: &str, group: u16) -> Capture {
+/// Two members of hash fanout group `group` on `iface` (small rings,
+/// filter `udp dst port 1000`), activated one after the other (`held`:
+/// with `Capture::activate_held`).
+fn fanout_group(iface: &str, group: u16, held: bool) -> Vec<Capture> {
     use sift_capture::{Fanout, FanoutMode};
-    let mut cfg = Config::new(iface);
-    cfg.ring = small_ring();
-    cfg.fanout = Some(Fanout {
-        group,
-        mode: FanoutMode::Hash,
-        defrag: true,
-    });
-    let mut cap = Capture::open(&cfg).unwrap();
-    let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
-    cap.set_filter(Some(f)).unwrap();
-    cap
+    (0..2)
+        .map(|_| {
+            let mut cfg = Config::new(iface);
+            cfg.ring = small_ring();
+            cfg.fanout = Some(Fanout {
+                group,
+                mode: FanoutMode::Hash,
+                defrag: true,
+            });
+            let mut cap = Capture::open(&cfg).unwrap();
+            let f = sift::Filter::new("udp dst port 1000", &cap.compile_options()).unwrap();
+            cap.set_filter(Some(f)).unwrap();
+            if held {
+                cap.activate_held().unwrap();
+            } else {
+                cap.activate().unwrap();
+            }
+            cap
+        })
+        .collect()
+}
+
+/// The packets each of `caps` takes, until `total` in all (or 20 s).
+fn take_until(caps: &mut [Capture], total: usize) -> Vec<Vec<Vec<u8>>> {
+    let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(); caps.len()];
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end && got.iter().map(|g| g.len()).sum::<usize>() < total {
+        for (k, cap) in caps.iter_mut().enumerate() {
+            if let Some(mut b) = cap.next_block(10).unwrap() {
+                got[k].extend(b.packets().map(|p| p.data.to_vec()));
+            }
+        }
+    }
+    got
 }
 
 #[test]
@@ -817,24 +841,9 @@ fn fanout_group_sees_every_packet_once_and_keeps_flows_together() {
     let vb = pair.vb.clone();
     let group = (std::process::id() as u16) ^ 0x5a5a;
     let rx = in_netns(&pair.b, move || {
-        let mut caps: Vec<Capture> = (0..2)
-            .map(|_| {
-                let mut cap = fanout_member(&vb, group);
-                cap.activate().unwrap();
-                cap
-            })
-            .collect();
+        let mut caps = fanout_group(&vb, group, false);
         ready_tx.send(()).unwrap();
-        let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
-        let end = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < end && got.iter().map(|g| g.len()).sum::<usize>() < total {
-            for (k, cap) in caps.iter_mut().enumerate() {
-                if let Some(mut b) = cap.next_block(10).unwrap() {
-                    got[k].extend(b.packets().map(|p| p.data.to_vec()));
-                }
-            }
-        }
-        got
+        take_until(&mut caps, total)
     });
     ready_rx.recv().unwrap();
     let va = pair.va.clone();
@@ -893,13 +902,7 @@ fn held_fanout_members_take_nothing_until_released() {
     let group = (std::process::id() as u16) ^ 0x3c3c;
     let total = released.len();
     let rx = in_netns(&pair.b, move || {
-        let mut caps: Vec<Capture> = (0..2)
-            .map(|_| {
-                let mut cap = fanout_member(&vb, group);
-                cap.activate_held().unwrap();
-                cap
-            })
-            .collect();
+        let mut caps = fanout_group(&vb, group, true);
         to_tx.send(()).unwrap(); // held: send the first batch
         back_rx.recv().unwrap();
         let mut early = 0;
@@ -915,16 +918,7 @@ fn held_fanout_members_take_nothing_until_released() {
             cap.release().unwrap();
         }
         to_tx.send(()).unwrap(); // released: send the second batch
-        let mut got: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
-        let end = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < end && got.iter().map(|g| g.len()).sum::<usize>() < total {
-            for (k, cap) in caps.iter_mut().enumerate() {
-                if let Some(mut b) = cap.next_block(10).unwrap() {
-                    got[k].extend(b.packets().map(|p| p.data.to_vec()));
-                }
-            }
-        }
-        (early, got)
+        (early, take_until(&mut caps, total))
     });
     let va = pair.va.clone();
     let batches = [held, released.clone()];
