@@ -193,12 +193,13 @@ impl Prefetch {
 /// those waits. Prefetching that line too (`sift bench --workload
 /// mixed,tcp5555`, 2026-11-27, five alternated runs) took `swift6` from
 /// 40.1 to 26.9 ns per packet on `mixed` and from 44.6 to 33.8 on
-/// `tcp5555`, `ftp200` from 28.6 to 25.6 on `tcp5555`, the port filters
-/// on `mixed` 9–17% less; the shorter filters moved within ±10%. Where
-/// the packets lie close together (`pingflood`: 98-byte packets 144 bytes
-/// apart) the processor streams those lines anyway, and the extra prefetch
-/// made most filters 5–40% slower; on the caches' data (`web`) a second
-/// prefetch was slower too (sessions 9 and 14 of docs/performance-history.md).
+/// `tcp5555`, `ftp200` from 28.6 to 25.6 on `tcp5555`; only the count
+/// functions of long predicates act on the flag (shorter filters lost up
+/// to 27%: `x64::pred::DEEP_LINE_TESTS`). Where the packets lie close
+/// together (`pingflood`: 98-byte packets 144 bytes apart) the processor
+/// streams those lines anyway, and the extra prefetch made most filters
+/// 5–40% slower; on the caches' data (`web`) a second prefetch was slower
+/// too (sessions 9 and 14 of docs/performance-history.md).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn prefetch_plan(first: &[PacketRef<'_>], packets: usize) -> Prefetch {
     let first = &first[..first.len().min(exec::WINDOW)];

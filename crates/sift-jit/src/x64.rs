@@ -1104,7 +1104,7 @@ impl CountLoop<'_> {
             asm.bytes(&[0x49, 0x89, 0xcd]); // mov r13, rcx (the verdict bytes)
         }
         self.saved.iter().for_each(|&r| asm.push(r));
-        if self.deep() {
+        if self.deep_prefetch().is_some() {
             // The `deep` argument, last pushed: at [rsp] in the loop.
             asm.push(if self.verdicts { R8 } else { RCX });
         }
@@ -1137,17 +1137,18 @@ impl CountLoop<'_> {
             asm.bytes(&[0x4a, 0x8b, 0x04, 0x3b]);
             asm.bytes(&[0x0f, 0x18, 0x08]);
         }
-        if let (Some(line), true) = (self.deep_line, self.deep()) {
+        if let Some(line) = self.deep_prefetch() {
             // cmp byte [rsp], 0; je +4; prefetcht0 [rax + line]
             asm.bytes(&[0x80, 0x3c, 0x24, 0x00, 0x74, 0x04]);
             asm.bytes(&[0x0f, 0x18, 0x48, line]);
         }
     }
 
-    /// The loop prefetches a deeper line when its `deep` argument asks (the
-    /// offset fits the positive 8-bit displacement of its `prefetcht0`).
-    fn deep(&self) -> bool {
-        self.reads_packet && self.deep_line.is_some_and(|l| l < 0x80)
+    /// The offset of the deeper line the loop prefetches when its `deep`
+    /// argument asks (one that fits the positive 8-bit displacement of its
+    /// `prefetcht0`).
+    fn deep_prefetch(&self) -> Option<u8> {
+        self.deep_line.filter(|&l| self.reads_packet && l < 0x80)
     }
 
     /// An accepted packet: counted (and its verdict byte set to 1).
@@ -1170,7 +1171,7 @@ impl CountLoop<'_> {
         asm.jcc(Cc::Ne, top);
         asm.bind(done);
         asm.bytes(&[0x4c, 0x89, 0xf0]); // mov rax, r14
-        if self.deep() {
+        if self.deep_prefetch().is_some() {
             asm.pop(RCX); // the `deep` argument
         }
         self.saved.iter().rev().for_each(|&r| asm.pop(r));
