@@ -74,7 +74,7 @@ usage: sift bench [options]
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall
                        clock (leaves out time spent waiting for a CPU on a loaded machine)
-  --compile-samples N  compile each filter N times per engine, report the median (default 21)
+  --compile-samples N  compile each filter N times per engine, report the least time (default 21)
   --json               JSON lines on stdout (one per workload × filter × engine); table on stderr
                        (size / program_size: machine-code bytes for the jit engines, classic BPF
                        instructions for libpcap, interp and dynamic)
@@ -178,7 +178,7 @@ pub struct BenchArgs {
     pub min_sample_ms: u64,
     /// `--cpu-time`: time with the thread's CPU clock.
     pub cpu_time: bool,
-    /// `--compile-samples`: builds per engine × filter (median reported).
+    /// `--compile-samples`: builds per engine × filter (least time reported).
     pub compile_samples: usize,
     /// JSON lines on stdout.
     pub json: bool,

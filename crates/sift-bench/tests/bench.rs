@@ -448,3 +448,67 @@ fn repeated_runs_are_numbered_and_summarized() {
     assert!(s.contains("web run 2: handwritten / interp: median "), "{s}");
     assert!(s.contains("web, 2 runs: handwritten / interp at the median filter"), "{s}");
 }
+
+thread_local! {
+    /// Which engine each pass of the order test ran, in order.
+    static PASSES: std::cell::RefCell<Vec<&'static str>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The compile times the order test's builds report, in turn.
+    static BUILD_TIMES: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Accepts everything and logs each pass under its name.
+struct Logged(&'static str);
+impl Runner for Logged {
+    fn matches(&self, _: &[u8], _: u32) -> bool {
+        true
+    }
+    fn count(&self, packets: &[sift::PacketRef<'_>]) -> u64 {
+        PASSES.with(|p| p.borrow_mut().push(self.0));
+        packets.len() as u64
+    }
+}
+
+fn logged(name: &'static str) -> Result<Option<sift_bench::engines::Built>, String> {
+    let compile_ns = BUILD_TIMES.with(|t| t.borrow_mut().pop()).unwrap_or(1);
+    Ok(Some(sift_bench::engines::Built {
+        runner: Box::new(Logged(name)),
+        compile_ns,
+    }))
+}
+
+#[test]
+fn samples_rotate_the_engine_order_and_compile_time_is_the_least() {
+    let spec = |name: &'static str, build| EngineSpec {
+        name,
+        default: false,
+        about: "logs its passes",
+        build,
+    };
+    let engines = [
+        spec("a", |_, _| logged("a")),
+        spec("b", |_, _| logged("b")),
+        spec("c", |_, _| logged("c")),
+    ];
+    let w = Workload::generated(Kind::Web, 50, 1);
+    let f = FilterSpec {
+        name: "ip".into(),
+        expr: "ip".into(),
+        groups: &[],
+    };
+    // Builds pop from the end: round 0 builds a (untimed 1, timed 40),
+    // b (1, 50), c (1, 60); round 1 a (1, 30), b (1, 70), c (1, 20).
+    BUILD_TIMES.with(|t| *t.borrow_mut() = vec![20, 1, 70, 1, 30, 1, 60, 1, 50, 1, 40, 1]);
+    PASSES.with(|p| p.borrow_mut().clear());
+    let opts = SampleOptions {
+        samples: 3,
+        min_sample_ns: 0,
+        compile_samples: 2,
+        ..Default::default()
+    };
+    let results = bench_filter(&w, &f, &engines, &opts, &mut |_| {}).unwrap();
+    let passes = PASSES.with(|p| p.borrow().join(""));
+    // The warm-up in order, then each round starting one engine later.
+    assert_eq!(passes, ["abc", "abc", "bca", "cab"].concat());
+    let compile: Vec<u64> = results.iter().map(|m| m.compile_ns).collect();
+    assert_eq!(compile, [30, 50, 20]);
+}
