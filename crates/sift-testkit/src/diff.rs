@@ -415,7 +415,8 @@ pub const VXLAN_NOT_COMPARED: &str =
 /// value for an unwritten register (docs/compat.md #28). Put down to this
 /// only when sift's engines agree among themselves and libpcap's run on
 /// that packet indexed a load by a register value that arithmetic had used
-/// as an operand or `protochain` as a temporary ([`LibpcapTrace::arith_base`]).
+/// as an operand or `protochain` as a temporary, or by a value computed
+/// from one that a comparison had used ([`LibpcapTrace::arith_base`]).
 pub const TUNNEL_REGISTER_REUSE: &str =
     "libpcap's register reuse after a tunnel: a tunnel offset register that the tunnel's code did not write held an arithmetic or protochain temporary (seen in libpcap's run); sift uses offset 0 (compat.md #28)";
 
@@ -482,7 +483,10 @@ pub struct LibpcapTrace {
     /// A packet load was indexed by a scratch register's value that
     /// arithmetic had also used as an operand (`ldx M[a]; ld M[b]; op x`,
     /// libpcap's code for an arithmetic temporary), or that `protochain`'s
-    /// loop had saved and restored (`ld M[r]` before its backward `ja`):
+    /// loop had saved and restored (`ld M[r]` before its backward `ja`);
+    /// or by a value computed from one that a comparison had used as an
+    /// operand (`ldx M[r]; ld M[c]; add x; tax; ld [x + 0]`: a tunnel offset
+    /// plus a constant, where `M[r]` held one side of a relation):
     /// the register served as a temporary and, with the value it left, as
     /// a link-layer offset. libpcap's register reuse (libpcap#1192's kind):
     /// a tunnel's offset register that the tunnel's code did not write
@@ -528,6 +532,11 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
     // as an operand.
     let (mut a_from, mut x_from): (Option<RegStore>, Option<RegStore>) = (None, None);
     let mut operand_store = [usize::MAX; 16];
+    // Per register the store whose value a comparison used as an operand,
+    // and whether A and X were computed from such a value (read back from
+    // its register, then through arithmetic or `tax`/`txa`).
+    let mut compared_store = [usize::MAX; 16];
+    let (mut a_compared, mut x_compared) = (false, false);
     let mut backward = 0u32;
     let mut pc = 0usize;
     let mut steps = 0usize;
@@ -566,6 +575,9 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                         if indexed && x_from.is_some_and(|(r, st)| st != usize::MAX && operand_store[r] == st) {
                             t.arith_base = true;
                         }
+                        if indexed && x_compared {
+                            t.arith_base = true;
+                        }
                         let off = u64::from(k) + if indexed { u64::from(x) } else { 0 };
                         if code & 0xe0 == MSH {
                             load(off, 1).map(|b| (b & 0xf) << 2)
@@ -585,14 +597,17 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                     && (k as usize) < 16
                     && (first_store[k as usize] != last_store[k as usize] || first_store[k as usize] == usize::MAX);
                 let from = (code & 0xe0 == MEM && (k as usize) < 16).then(|| (k as usize, last_store[k as usize]));
+                let compared = from.is_some_and(|(r, st)| st != usize::MAX && compared_store[r] == st);
                 if class == LD {
                     a = v;
                     a_bad = bad;
                     a_from = from;
+                    a_compared = compared;
                 } else {
                     x = v;
                     x_bad = bad;
                     x_from = from;
+                    x_compared = compared;
                 }
             }
             ST | STX => {
@@ -623,10 +638,12 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                 let Some(v) = v else { return finish(t, backward, Some(0)) };
                 a = v;
                 a_bad |= code & X != 0 && x_bad;
+                a_compared |= code & X != 0 && x_compared;
                 a_from = None;
             }
             JMP => {
                 mark_arith_operands(code, a_from, x_from, &mut operand_store);
+                mark_arith_operands(code, a_from, x_from, &mut compared_store);
                 let taken = match code & 0xf0 {
                     JA => {
                         let off = i64::from(k as i32);
@@ -661,10 +678,12 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                     a = x;
                     a_bad = x_bad;
                     a_from = x_from;
+                    a_compared = x_compared;
                 } else {
                     x = a;
                     x_bad = a_bad;
                     x_from = a_from;
+                    x_compared = a_compared;
                 }
             }
             _ => return finish(t, backward, Some(0)),
@@ -2158,6 +2177,37 @@ mod tests {
         // Arithmetic alone never indexes a load with its temporaries.
         let arith = libpcap::compile("ip[0] & 0xf0 < 0x60 and ip[2:2] * 2 > ip[1]", lt, SNAPLEN, None, false).unwrap();
         assert!(!trace_libpcap(&arith, &p, 43, 64).arith_base);
+    }
+
+    #[test]
+    fn traces_see_a_compared_temporary_plus_a_constant_as_a_tunnel_offset() {
+        // RAW (difftest seed 170): the relation's constant 03644324060 is
+        // stored in the register `geneve` later takes for its inner offset
+        // and compared (`ld M[0]; jge x`); the packet is IPv6 TCP, so
+        // geneve's code never writes it, and `-link[14]` after it loads at
+        // that offset plus 14, computed through arithmetic (`ldx M[0]; ld
+        // M[2]; add x; tax; ldb [x + 0]`): out of bounds, libpcap rejects
+        // where sift (offset 0, compat.md #28) accepts.
+        let lt = LinkType::RAW.0;
+        let expr = "(port 20 && http or 03644324060 >= ((256+tcp[14:4]) & (pim[tcpflags:2] << (31 + 1)))\tand rarp \
+                    or (icmp6type >> ip[icmp6type]) >= ((ether[icmp6type:2] & 0x2) ^ link[udp[12:2]:2])) \
+                    and (geneve or not -link[14] = 13)";
+        let p: Vec<u8> = [
+            0x60, 0, 0, 0, 0, 0x42, 0x06, 0x40, 0x20, 0x01, 0x0d, 0xb8, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xe3,
+            0x57, 0x17, 0x91, 0x11, 0xee, 0xd7, 0x3f, 0x42, 0x54, 0xd7, 0xe2, 0x12, 0x6e, 0xa0, 0xc6, 0, 0x7b, 0x4d, 0xb0,
+        ]
+        .to_vec();
+        let bug = libpcap::compile(expr, lt, SNAPLEN, None, false).unwrap();
+        let t = trace_libpcap(&bug, &p, 106, 64);
+        assert!(t.arith_base && !t.unwritten_read && t.value == Some(0), "{t:?}");
+        // The same tunnel without the relation: the register is never
+        // written (zeroed), and nothing compared it.
+        let fine = libpcap::compile("ip6 and (geneve or not -link[14] = 13)", lt, SNAPLEN, None, false).unwrap();
+        let t = trace_libpcap(&fine, &p, 106, 64);
+        assert!(!t.arith_base && t.unwritten_read, "{t:?}");
+        // A relation whose sides feed no load index is not flagged.
+        let rel = libpcap::compile("03644324060 >= tcp[14:4] or -link[14] = 13", lt, SNAPLEN, None, false).unwrap();
+        assert!(!trace_libpcap(&rel, &p, 106, 64).arith_base);
     }
 
     #[test]
