@@ -70,7 +70,8 @@ usage: sift bench [options]
                        through the generic batch entry point, jit-verdicts writing each packet's verdict,
                        jit-single one call per packet, jit-cbpf its JIT of the optimized classic BPF
                        program; every engine is handed the packets as one slice of sift::PacketRef
-  --samples N          samples per filter × engine after one warm-up pass (default 20)
+  --samples N          samples per filter × engine after one warm-up pass (default 20), taken
+                       round-robin over the engines, each round starting one engine later
   --min-sample-ms MS   each sample repeats whole passes for at least MS ms (default 10)
   --cpu-time           time samples and compiles with the thread's CPU clock instead of the wall
                        clock (leaves out time spent waiting for a CPU on a loaded machine)
