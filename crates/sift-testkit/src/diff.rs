@@ -572,10 +572,7 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                         if indexed && x_bad {
                             t.overwritten_base = true;
                         }
-                        if indexed && x_from.is_some_and(|(r, st)| st != usize::MAX && operand_store[r] == st) {
-                            t.arith_base = true;
-                        }
-                        if indexed && x_compared {
+                        if indexed && (marked(x_from, &operand_store) || x_compared) {
                             t.arith_base = true;
                         }
                         let off = u64::from(k) + if indexed { u64::from(x) } else { 0 };
@@ -597,7 +594,7 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
                     && (k as usize) < 16
                     && (first_store[k as usize] != last_store[k as usize] || first_store[k as usize] == usize::MAX);
                 let from = (code & 0xe0 == MEM && (k as usize) < 16).then(|| (k as usize, last_store[k as usize]));
-                let compared = from.is_some_and(|(r, st)| st != usize::MAX && compared_store[r] == st);
+                let compared = marked(from, &compared_store);
                 if class == LD {
                     a = v;
                     a_bad = bad;
@@ -689,6 +686,12 @@ pub fn trace_libpcap(prog: &[Insn], data: &[u8], wire_len: u32, max_backward: u3
             _ => return finish(t, backward, Some(0)),
         }
     }
+}
+
+/// Was the register value `from` (a register and the store that wrote it)
+/// written by the store `marks` holds for that register?
+fn marked(from: Option<RegStore>, marks: &[usize; 16]) -> bool {
+    from.is_some_and(|(r, st)| st != usize::MAX && marks[r] == st)
 }
 
 /// libpcap's code for an arithmetic operation or comparison on two
