@@ -174,6 +174,10 @@ pub struct Program {
     /// Whether the program loads packet bytes at all (what
     /// [`Program::count_matches_hinted`] prefetches for).
     loads_packet: bool,
+    /// The offset of the deepest header byte the program reads that may
+    /// lie on a packet's second cache line ([`header_line`]), whose line
+    /// [`Program::count_matches_hinted`] prefetches too.
+    header_line: Option<usize>,
 }
 
 /// The shortest longest path (in instructions) for which
@@ -226,6 +230,40 @@ fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
     span
 }
 
+/// The offset of the deepest header byte `prog` reads that may lie on a
+/// packet's second cache line when its first does not: the last byte of
+/// its absolute loads ending within 48 bytes, of its indexed loads
+/// (`[x + k]`, assuming X is 20, an IPv4 header: `tcp port 80` reads byte
+/// 37 of an Ethernet frame) and of its `msh` loads, at most 63; `None`
+/// below 16 (byte 15 and all before it lie on the line of byte 0 of a
+/// packet at any 16-byte boundary). The rule of the JIT's count function
+/// (`sift_jit`'s `deep_line`): deeper absolute offsets are the bytes of
+/// IPv6 and extension headers, which most packets do not reach.
+fn header_line(prog: &[Insn]) -> Option<usize> {
+    use op::*;
+    let mut deepest: Option<usize> = None;
+    for insn in prog {
+        let class = insn.code & 0x07;
+        if class != LD && class != LDX {
+            continue;
+        }
+        let k = insn.k as usize;
+        let size = match insn.code & 0x18 {
+            W => 4,
+            H => 2,
+            _ => 1,
+        };
+        let last = match insn.code & 0xe0 {
+            ABS if class == LD && k.saturating_add(size) <= 49 => k + size - 1,
+            IND if class == LD => k.saturating_add(size + 19).min(63),
+            MSH if class == LDX && k <= 63 => k,
+            _ => continue,
+        };
+        deepest = Some(deepest.map_or(last, |d| d.max(last)));
+    }
+    deepest.filter(|&d| d >= 16)
+}
+
 impl Program {
     /// Checks and decodes `prog`. Accepted: 1 to [`MAX_PROGRAM_LEN`]
     /// instructions, every opcode known (the 49 of
@@ -267,7 +305,13 @@ impl Program {
         };
         let span = read_ahead_span(prog);
         let read_ahead = if long { span } else { None };
-        Ok(Program { ops: ops.into_boxed_slice(), threaded, read_ahead, loads_packet: span.is_some() })
+        Ok(Program {
+            ops: ops.into_boxed_slice(),
+            threaded,
+            read_ahead,
+            loads_packet: span.is_some(),
+            header_line: header_line(prog),
+        })
     }
 
     /// The number of instructions (as given to [`Program::new`]).
@@ -351,26 +395,48 @@ impl Program {
         n
     }
 
+    /// The offset of the deepest header byte the program reads that may lie
+    /// on a packet's second cache line when its first does not (16 to 63),
+    /// if any: the bytes [`Program::count_matches_hinted`] also hints when
+    /// asked to. Absolute loads ending within 48 bytes count, indexed loads
+    /// (`[x + k]`) as if X were 20 (an IPv4 header: `tcp port 80` reads
+    /// byte 37 of an Ethernet frame), `msh` loads by the byte they read;
+    /// deeper absolute offsets are IPv6 and extension headers, which most
+    /// packets do not reach. The JIT's count function prefetches by the
+    /// same rule.
+    pub fn header_line(&self) -> Option<usize> {
+        self.header_line
+    }
+
     /// [`Program::count_matches`] with the caller's prefetch instead of
     /// reading ahead: while packet `i` is filtered, `hint` gets the bytes
     /// of packet `i + ahead` (the facade passes `sift_jit::simd::prefetch`,
-    /// which this crate cannot issue without `unsafe`). On the
-    /// 1M-packet `pingflood` workload this is what lifts the interpreter
-    /// where reading ahead with loads did not pay (see `READ_AHEAD_GAP`).
+    /// which this crate cannot issue without `unsafe`), and, if
+    /// `header_line`, also its bytes from [`Program::header_line`] on
+    /// (where the packet has that many). On the 1M-packet `pingflood`
+    /// workload this is what lifts the interpreter where reading ahead with
+    /// loads did not pay (see `READ_AHEAD_GAP`); the header line halves its
+    /// time on `mixed` and `tcp5555` on an AMD Zen 5 (docs/performance.md).
     #[inline]
     pub fn count_matches_hinted<P>(
         &self,
         packets: &[P],
         parts: impl Fn(&P) -> (&[u8], u32),
         ahead: usize,
+        header_line: bool,
         hint: impl Fn(&[u8]),
     ) -> u64 {
         let mut n = 0u64;
         let mut ctx = threaded::Ctx::new();
+        let deep = self.header_line.filter(|_| header_line);
         for (i, q) in packets.iter().enumerate() {
             if self.loads_packet {
                 if let Some(far) = packets.get(i + ahead) {
-                    hint(parts(far).0);
+                    let far = parts(far).0;
+                    hint(far);
+                    if let Some(line) = deep.and_then(|h| far.get(h..)) {
+                        hint(line);
+                    }
                 }
             }
             let (data, wire_len) = parts(q);
@@ -1054,18 +1120,52 @@ mod tests {
             // while packet i is filtered (only for programs that load
             // packet bytes).
             let ahead = 1 + r.below(4) as usize;
+            let header_line = r.below(2) == 1;
             let hinted = std::cell::RefCell::new(Vec::new());
-            let got = p.count_matches_hinted(&packets, |(d, w)| (d.as_slice(), *w), ahead, |d| {
+            let got = p.count_matches_hinted(&packets, |(d, w)| (d.as_slice(), *w), ahead, header_line, |d| {
                 hinted.borrow_mut().push(d.as_ptr())
             });
             assert_eq!(got, want);
+            // Each packet's first byte, then (when asked for and the packet
+            // reaches it) its header line's.
+            let deep = p.header_line().filter(|_| header_line);
             let expect: Vec<*const u8> = match p.loads_packet {
-                true => packets.iter().skip(ahead).map(|(d, _)| d.as_ptr()).collect(),
+                true => packets
+                    .iter()
+                    .skip(ahead)
+                    .flat_map(|(d, _)| {
+                        let line = deep.filter(|&h| h <= d.len()).map(|h| d[h..].as_ptr());
+                        std::iter::once(d.as_ptr()).chain(line)
+                    })
+                    .collect(),
                 false => Vec::new(),
             };
             assert_eq!(hinted.into_inner(), expect);
         }
         assert!(read_ahead > 0);
+    }
+
+    /// The header line is the last byte of the loads a packet's headers
+    /// usually reach, from byte 16 to 63 (the rule of the JIT's count
+    /// function).
+    #[test]
+    fn the_header_line_is_the_deepest_usual_header_byte() {
+        let line = |p: &[Insn]| Program::new(p).unwrap().header_line();
+        let ret = s(RET | K, 1);
+        // `ip`: the EtherType only, on the first 16 bytes.
+        assert_eq!(line(&[s(LD | H | ABS, 12), j(JMP | JEQ | K, 0x800, 0, 1), ret, ret]), None);
+        // An IPv4 destination address: bytes 30 to 33.
+        assert_eq!(line(&[s(LD | H | ABS, 12), s(LD | W | ABS, 30), ret]), Some(33));
+        // A port behind the IPv4 header (X = 20): bytes 34 and 35, and
+        // the `msh` load of byte 14.
+        assert_eq!(line(&[s(LDX | B | MSH, 14), s(LD | H | IND, 14), ret]), Some(35));
+        assert_eq!(line(&[s(LDX | B | MSH, 14), s(LD | H | IND, 16), ret]), Some(37));
+        // IPv6 addresses past byte 48 do not count; far indexed loads stop at 63.
+        assert_eq!(line(&[s(LD | W | ABS, 50), ret]), None);
+        assert_eq!(line(&[s(LD | W | ABS, 42), s(LD | W | ABS, 54), ret]), Some(45));
+        assert_eq!(line(&[s(LDX | B | MSH, 14), s(LD | B | IND, 4000), ret]), Some(63));
+        // No packet load at all.
+        assert_eq!(line(&[s(LD | IMM, 1), s(RET | A, 0)]), None);
     }
 
     #[test]

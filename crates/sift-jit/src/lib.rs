@@ -154,6 +154,49 @@ pub const PREFETCH_FAR_SPAN: usize = 64 << 20;
 
 const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 
+/// Whether the batch entry points prefetch every packet's header line
+/// too, whatever the filter and wherever the packets lie, [`PREFETCH_AHEAD`]
+/// packets ahead: the line of the deepest header byte the filter reads
+/// that may lie on a packet's second line (`x64::pred::deep_line` for the
+/// JIT's count function, `sift_bpf::interp::Program::header_line` for the
+/// interpreter's batch loop). Otherwise only long predicates get it, only
+/// for packets far apart beyond the caches, and packets within the caches
+/// are prefetched [`PREFETCH_NEAR`] ahead ([`Prefetch`]).
+///
+/// Chosen once per process from the processor: on for AMD processors, off
+/// for the others. The environment variable `SIFT_PREFETCH=header-lines`
+/// or `SIFT_PREFETCH=first-line` chooses instead (to measure both on one
+/// machine). Measured with `sift bench` (docs/performance.md,
+/// performance-history.md session 17): on an AMD EPYC Zen 5 (family 0x1A)
+/// the header line took the JIT from 8.2 to 5.8–6.1 ns per packet at the
+/// median filter on `tcp5555` and from 8.8 to 7.6–8.5 on `mixed`, and the
+/// interpreter from 23–25 to 8–12 ns on both; on `web`, 32 ahead
+/// instead of 8 took the JIT from 2.1–2.5 to 1.8–1.9 ns. On the virtual
+/// Intel Xeon of the earlier sessions the same prefetch made the shorter
+/// filters up to 27% slower on those workloads, and 32 ahead within the
+/// caches lost lines before their use. Other AMD generations and other
+/// vendors were not measured.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub fn prefetch_header_lines() -> bool {
+    static CHOICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| match std::env::var("SIFT_PREFETCH").as_deref() {
+        Ok("header-lines") => true,
+        Ok("first-line") => false,
+        _ => {
+            let id = std::arch::x86_64::__cpuid(0);
+            // The vendor string "AuthenticAMD": ebx, edx, ecx.
+            (id.ebx, id.edx, id.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
+        }
+    })
+}
+
+/// Whether the batch entry points prefetch every packet's header line (see
+/// the x86-64 Linux version): never on other targets, which have no JIT.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+pub fn prefetch_header_lines() -> bool {
+    false
+}
+
 /// How the count function prefetches the packets it filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Prefetch {
@@ -202,6 +245,17 @@ impl Prefetch {
 /// too (sessions 9 and 14 of docs/performance-history.md).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn prefetch_plan(first: &[PacketRef<'_>], packets: usize) -> Prefetch {
+    prefetch_plan_for(first, packets, prefetch_header_lines())
+}
+
+/// [`prefetch_plan`] under the given choice of [`prefetch_header_lines`]:
+/// when `header_lines`, [`PREFETCH_AHEAD`] ahead and the deeper line for
+/// any packets.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn prefetch_plan_for(first: &[PacketRef<'_>], packets: usize, header_lines: bool) -> Prefetch {
+    if header_lines {
+        return Prefetch { ahead: PREFETCH_AHEAD, deep: true };
+    }
     let first = &first[..first.len().min(exec::WINDOW)];
     let (Some(a), Some(b)) = (first.first(), first.last()) else {
         return Prefetch { ahead: PREFETCH_NEAR, deep: false };
@@ -691,7 +745,8 @@ mod tests {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
     fn prefetch_plan_follows_the_span_and_the_gap() {
-        use super::{prefetch_plan, PacketRef, Prefetch, PREFETCH_AHEAD, PREFETCH_NEAR};
+        use super::{prefetch_plan_for, PacketRef, Prefetch, PREFETCH_AHEAD, PREFETCH_NEAR};
+        let prefetch_plan = |first: &[PacketRef<'_>], packets| prefetch_plan_for(first, packets, false);
         let buffer = vec![0u8; 4 << 20];
         let slots = |stride: usize| -> Vec<PacketRef<'_>> {
             (0..4).map(|i| PacketRef::new(&buffer[i * stride..i * stride + 1], 1)).collect()
@@ -708,6 +763,11 @@ mod tests {
         assert_eq!(prefetch_plan(&slots(100), 20_000), near); // 2 MB
         assert_eq!(prefetch_plan(&slots(0), 1 << 40), near); // one packet, again and again
         assert_eq!(prefetch_plan(&[], 5), near);
+        // Header lines chosen: far ahead and the deeper line, always.
+        for (stride, packets) in [(1 << 20, 100), (1 << 20, 10), (100, 1_000_000), (100, 20_000), (0, 1 << 40)] {
+            assert_eq!(prefetch_plan_for(&slots(stride), packets, true), deep);
+        }
+        assert_eq!(prefetch_plan_for(&[], 5, true), deep);
     }
 
     /// A filter stays small enough to be moved without a call to

@@ -44,10 +44,12 @@
 //!
 //! A last argument, `deep: usize`, asks for the line of the deepest header
 //! byte the filter reads to be prefetched as well: the caller sets it for
-//! packets far apart in memory beyond the caches (`crate::Prefetch`). Only
-//! the count functions of long predicates that read past a packet's first
-//! 16 bytes ([`pred::deep_line`]) act on it (the flag pushed last, tested
-//! once per packet); the others ignore it.
+//! packets far apart in memory beyond the caches (`crate::Prefetch`), or
+//! for any packets where [`crate::prefetch_header_lines`]. Only the count
+//! functions of long predicates (of any predicate, where
+//! `prefetch_header_lines`) that read past a packet's first 16 bytes
+//! ([`pred::deep_line`]) act on it (the flag pushed last, tested once per
+//! packet); the others ignore it.
 //!
 //! # The verdict function
 //!

@@ -261,7 +261,8 @@ impl Runner {
 /// on 1M packets: 560-650 or 460-480 Mpps from one build to the next).
 #[inline(never)]
 fn count_interp<T>(p: &sift_bpf::interp::Program, items: &[T], packet: impl Fn(&T) -> (&[u8], u32)) -> u64 {
-    p.count_matches_hinted(items, packet, sift_jit::PREFETCH_AHEAD, sift_jit::simd::prefetch)
+    let header_line = sift_jit::prefetch_header_lines();
+    p.count_matches_hinted(items, packet, sift_jit::PREFETCH_AHEAD, header_line, sift_jit::simd::prefetch)
 }
 
 /// A compiled filter, ready to run on packets.

@@ -151,7 +151,8 @@ fn max_over_loads(v: &Value, depth: u32, rule: &impl Fn(u64, Option<&Value>) -> 
     })
 }
 
-/// For a predicate of at least [`DEEP_LINE_TESTS`] tests, the offset of the
+/// For a predicate of at least [`DEEP_LINE_TESTS`] tests (for any
+/// predicate where [`crate::prefetch_header_lines`]), the offset of the
 /// deepest header byte it reads that may lie on a packet's second cache
 /// line when its first does not: the last byte of its
 /// loads at fixed offsets ending within 48 bytes, and of its loads behind
@@ -162,14 +163,21 @@ fn max_over_loads(v: &Value, depth: u32, rule: &impl Fn(u64, Option<&Value>) -> 
 /// 16-byte boundary) or for a tree deeper than the recursion limit.
 ///
 /// The count function prefetches that byte's line too when the packets lie
-/// far apart beyond the caches (`crate::Prefetch`). Deeper fixed offsets
+/// far apart beyond the caches (`crate::Prefetch`), or always where
+/// [`crate::prefetch_header_lines`]. Deeper fixed offsets
 /// are left out: those are the bytes of IPv6 and extension headers, which
 /// most packets do not reach (`tcp` reads byte 54 only behind an IPv6
 /// fragment header), so prefetching their line would mostly cost
 /// bandwidth.
 pub(crate) fn deep_line(p: &Pred) -> Option<u8> {
+    deep_line_for(p, crate::prefetch_header_lines())
+}
+
+/// [`deep_line`] under the given choice of [`crate::prefetch_header_lines`]:
+/// when `every_predicate`, whatever its number of tests.
+fn deep_line_for(p: &Pred, every_predicate: bool) -> Option<u8> {
     let (last, tests) = header_reach(p)?;
-    (tests >= DEEP_LINE_TESTS).then_some(last?)
+    (tests >= DEEP_LINE_TESTS || every_predicate).then_some(last?)
 }
 
 /// [`deep_line`]'s offset whatever the number of tests (`None` below 16),
@@ -1018,7 +1026,7 @@ pub(crate) fn compile<R>(pred: &Pred, accept: u32, function: Function, install: 
 
 #[cfg(test)]
 mod tests {
-    use super::{deep_line, header_reach, DEEP_LINE_TESTS};
+    use super::{deep_line, deep_line_for, header_reach, DEEP_LINE_TESTS};
     use sift_ir::{LinkType, LowerOptions, Pred};
 
     fn pred(expr: &str) -> Pred {
@@ -1049,16 +1057,25 @@ mod tests {
         assert_eq!(line("ip6 host ::1"), Some(45)); // loads ending within 48 bytes, up to the destination's second word
     }
 
-    /// Only predicates of many tests get the deeper line prefetched.
+    /// Only predicates of many tests get the deeper line prefetched,
+    /// unless every predicate does (`crate::prefetch_header_lines`).
     #[test]
     fn only_long_predicates_prefetch_the_deep_line() {
         let ports = |n: u32| (1..=n).map(|p| p.to_string()).collect::<Vec<_>>().join(" or ");
-        assert_eq!(deep_line(&pred("tcp port 21")), None);
+        assert_eq!(deep_line_for(&pred("tcp port 21"), false), None);
         let short = pred(&format!("ip and tcp port ({})", ports(4)));
         let long = pred(&format!("ip and tcp port ({})", ports(20)));
         assert!(header_reach(&short).expect("reach").1 < DEEP_LINE_TESTS);
         assert!(header_reach(&long).expect("reach").1 >= DEEP_LINE_TESTS);
-        assert_eq!(deep_line(&short), None);
-        assert_eq!(deep_line(&long), Some(37));
+        assert_eq!(deep_line_for(&short, false), None);
+        assert_eq!(deep_line_for(&long, false), Some(37));
+        // Every predicate that reads past its first 16 bytes.
+        assert_eq!(deep_line_for(&pred("tcp port 21"), true), Some(37));
+        assert_eq!(deep_line_for(&short, true), Some(37));
+        assert_eq!(deep_line_for(&long, true), Some(37));
+        assert_eq!(deep_line_for(&pred("ip"), true), None);
+        // And the process's own choice is one of the two.
+        let chosen = deep_line(&short);
+        assert_eq!(chosen, deep_line_for(&short, crate::prefetch_header_lines()));
     }
 }
