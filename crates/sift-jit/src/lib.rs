@@ -161,7 +161,7 @@ const _: () = assert!(PREFETCH_NEAR <= PREFETCH_AHEAD);
 /// JIT's count function, `sift_bpf::interp::Program::header_line` for the
 /// interpreter's batch loop). Otherwise only long predicates get it, only
 /// for packets far apart beyond the caches, and packets within the caches
-/// are prefetched [`PREFETCH_NEAR`] ahead ([`Prefetch`]).
+/// are prefetched [`PREFETCH_NEAR`] ahead.
 ///
 /// Chosen once per process from the processor: on for AMD processors, off
 /// for the others. The environment variable `SIFT_PREFETCH=header-lines`
