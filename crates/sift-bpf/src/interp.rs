@@ -231,7 +231,9 @@ fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
 }
 
 /// The offset of the deepest header byte `prog` reads that may lie on a
-/// packet's second cache line when its first does not: the last byte of
+/// packet's second cache line when its first does not (what
+/// [`Program::header_line`] gives for it, and the line the JIT's count
+/// function of `prog` prefetches where `sift_jit::prefetch_header_lines`): the last byte of
 /// its absolute loads ending within 48 bytes, of its indexed loads
 /// (`[x + k]`, assuming X is 20, an IPv4 header: `tcp port 80` reads byte
 /// 37 of an Ethernet frame) and of its `msh` loads, at most 63; `None`
@@ -239,7 +241,7 @@ fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
 /// packet at any 16-byte boundary). The rule of the JIT's count function
 /// (`sift_jit`'s `deep_line`): deeper absolute offsets are the bytes of
 /// IPv6 and extension headers, which most packets do not reach.
-fn header_line(prog: &[Insn]) -> Option<usize> {
+pub fn header_line(prog: &[Insn]) -> Option<usize> {
     use op::*;
     let mut deepest: Option<usize> = None;
     for insn in prog {

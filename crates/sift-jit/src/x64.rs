@@ -48,8 +48,10 @@
 //! for any packets where [`crate::prefetch_header_lines`]. Only the count
 //! functions of long predicates (of any predicate, where
 //! `prefetch_header_lines`) that read past a packet's first 16 bytes
-//! ([`pred::deep_line`]) act on it (the flag pushed last, tested once per
-//! packet); the others ignore it.
+//! ([`pred::deep_line`]), and where `prefetch_header_lines` the count
+//! functions of classic BPF programs that do
+//! (`sift_bpf::interp::header_line`), act on it (the flag pushed last,
+//! tested once per packet); the others ignore it.
 //!
 //! # The verdict function
 //!
@@ -938,7 +940,13 @@ fn emit(prog: &[Insn], plan: &Plan, function: Function, asm: &mut Asm) {
         verdicts: function == Function::Verdicts,
         wire: RDX,
         saved: &[],
-        deep_line: None,
+        // The header line of the program (the interpreter's rule) where
+        // every count function prefetches it.
+        deep_line: if crate::prefetch_header_lines() {
+            sift_bpf::interp::header_line(prog).and_then(|l| u8::try_from(l).ok())
+        } else {
+            None
+        },
     };
     if count {
         counting.head(asm, top, done);
