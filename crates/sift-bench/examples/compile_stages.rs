@@ -2,7 +2,8 @@
 //! the named ones), along the default engine's pipeline: parse, lower, IR
 //! optimizer (on the owned lowered tree, as `with_engine` runs it), JIT of
 //! the optimized predicate (`JitFilter::from_shared_pred`: machine code
-//! straight from the predicate, installing the pages included), the JIT's
+//! straight from the predicate; since session 17 the per-packet function
+//! is installed by its first call, not here), the JIT's
 //! count function (`count`: compiled on a filter's first `count_matches`
 //! of at least `sift_jit::BATCH` packets), erasing the code (`drop`), next
 //! to the whole `sift::Filter::with_engine` with the default engine

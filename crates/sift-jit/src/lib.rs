@@ -63,7 +63,9 @@
 //!
 //! Code pages are never both writable and executable: code up to 64 KiB
 //! goes into a process-private memory file mapped read + execute only and
-//! written with `pwrite` (one system call per filter, filters share pages;
+//! written with `pwrite` (one system call per function, made by the
+//! function's first use: the per-packet function's first call, the count
+//! or verdict function's first batch; filters share pages;
 //! the file is copied for the child after `fork`); elsewhere (no
 //! `memfd_create`, larger code, or `SIFT_JIT_CODE=mprotect`) pages are
 //! mapped read + write while the code is copied in, then switched to read +
@@ -348,10 +350,11 @@ struct BatchCode {
 /// removes the code.
 #[derive(Debug)]
 pub struct JitFilter {
-    /// The per-packet function; none for a constant program (its verdict
-    /// is `constant`).
+    /// The per-packet function, installed by its first call (see
+    /// `exec::LazyExec`); none for a constant program (its verdict is
+    /// `constant`).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    code: Option<exec::ExecBuffer>,
+    code: Option<exec::LazyExec>,
     /// The count and verdict functions, each compiled from `source` by the
     /// first batch call that needs it ([`JitFilter::count_packets`] or
     /// [`JitFilter::count_matches`], [`JitFilter::verdicts`]) given at
@@ -391,7 +394,7 @@ impl JitFilter {
     /// A filter with per-packet code `code` and what its count function
     /// is compiled from.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    fn with_code(code: exec::ExecBuffer, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
+    fn with_code(code: exec::LazyExec, source: CountSource, insns: usize, reads_packet: bool) -> JitFilter {
         JitFilter { code: Some(code), batch: std::sync::OnceLock::new(), source, insns, reads_packet, constant: None }
     }
 
@@ -420,7 +423,7 @@ impl JitFilter {
             return Ok(Self::constant(prog.len(), first.k));
         }
         let compiled = x64::compile(prog, x64::Function::Single, |c| {
-            let code = exec::ExecBuffer::new(c.code).map_err(JitError::Memory)?;
+            let code = exec::LazyExec::compiled(c.code).map_err(JitError::Memory)?;
             Ok(Self::with_code(code, CountSource::Program(prog.into()), prog.len(), c.reads_packet))
         });
         match compiled {
@@ -466,7 +469,7 @@ impl JitFilter {
             _ => {}
         }
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = x64::pred::compile(&pred, accept, x64::Function::Single, exec::ExecBuffer::new) {
+        if let Some(code) = x64::pred::compile(&pred, accept, x64::Function::Single, exec::LazyExec::compiled) {
             let code = code.map_err(JitError::Memory)?;
             return Ok(Self::with_code(code, CountSource::Pred(pred, accept), 0, true));
         }
@@ -490,10 +493,46 @@ impl JitFilter {
     pub fn run(&self, data: &[u8], wire_len: u32) -> u32 {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
         if let Some(code) = &self.code {
-            return code.call(data, wire_len);
+            return match code.installed() {
+                Some(installed) => installed.call(data, wire_len),
+                None => self.run_first(data, wire_len),
+            };
         }
         let _ = (data, wire_len);
         self.constant.unwrap_or(0)
+    }
+
+    /// [`JitFilter::run`]'s first call: installs the per-packet function,
+    /// then runs it (or, if it cannot be installed, `run_uninstalled`).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cold]
+    #[inline(never)]
+    fn run_first(&self, data: &[u8], wire_len: u32) -> u32 {
+        match self.code.as_ref().and_then(|c| c.get()) {
+            Some(code) => code.call(data, wire_len),
+            None => self.run_uninstalled(data, wire_len),
+        }
+    }
+
+    /// [`JitFilter::run`] where the per-packet function could not be
+    /// installed after the filter was compiled (memory ran out): the same
+    /// verdict from what the filter was compiled from, through the
+    /// interpreter or the reference evaluator.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[cold]
+    #[inline(never)]
+    fn run_uninstalled(&self, data: &[u8], wire_len: u32) -> u32 {
+        match &self.source {
+            CountSource::None => self.constant.unwrap_or(0),
+            CountSource::Program(prog) => sift_bpf::interp::Program::new(prog).map_or(0, |p| p.run(data, wire_len)),
+            CountSource::Pred(pred, accept) => {
+                if sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }) {
+                    *accept
+                } else {
+                    0
+                }
+            }
+        }
     }
 
     /// Runs the filter on many packets, `(captured bytes, wire length)`
@@ -622,7 +661,7 @@ impl JitFilter {
         mut verdict: impl FnMut(usize, u32),
     ) {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = &self.code {
+        if let Some(code) = self.code.as_ref().and_then(|c| c.get()) {
             if !self.reads_packet {
                 for (i, item) in items.iter().enumerate() {
                     let (data, wire_len) = packet(item);
@@ -683,9 +722,11 @@ impl JitFilter {
 
     /// The address of the first byte of machine code (for diagnostics,
     /// e.g. finding the mapping in `/proc/self/maps`).
+    /// Installs the per-packet function if it was not yet (see
+    /// [`JitFilter::run`]); 0 if there is none or it cannot be installed.
     pub fn code_addr(&self) -> usize {
         #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-        if let Some(code) = &self.code {
+        if let Some(code) = self.code.as_ref().and_then(|c| c.get()) {
             return code.addr();
         }
         0
@@ -768,6 +809,55 @@ mod tests {
             assert_eq!(prefetch_plan_for(&slots(stride), packets, true), deep);
         }
         assert_eq!(prefetch_plan_for(&[], 5, true), deep);
+    }
+
+    /// The per-packet function is installed by its first call, not by the
+    /// compile, and the batch entry points never install it; where it
+    /// cannot be installed, `run` gives the same verdicts another way.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn the_per_packet_function_is_installed_on_first_use() {
+        use super::{JitFilter, PacketRef, BATCH};
+        use sift_bpf::insn::op::*;
+        use sift_bpf::Insn;
+        let installed = |f: &JitFilter| f.code.as_ref().is_some_and(|c| c.is_installed());
+        let opts = sift_ir::LowerOptions { linktype: sift_ir::LinkType::EN10MB, ..Default::default() };
+        let pred = sift_ir::lower(&sift_syntax::parse("ip and udp port 53").unwrap(), &opts).unwrap();
+        let prog = [
+            Insn::stmt(LD | H | ABS, 12),
+            Insn::jump(JMP | JEQ | K, 0x800, 0, 1),
+            Insn::stmt(RET | K, 7),
+            Insn::stmt(RET | K, 0),
+        ];
+        let mut packets: Vec<Vec<u8>> = Vec::new();
+        for i in 0..200u32 {
+            let mut p = vec![0u8; (i % 70) as usize];
+            for (j, b) in p.iter_mut().enumerate() {
+                *b = (i.wrapping_mul(31) ^ j as u32) as u8;
+            }
+            if p.len() > 37 && i % 3 == 0 {
+                p[12..14].copy_from_slice(&[8, 0]);
+                p[14] = 0x45;
+                p[20..22].copy_from_slice(&[0, 0]);
+                p[23] = 17;
+                p[36..38].copy_from_slice(&[0, 53]);
+            }
+            packets.push(p);
+        }
+        let refs: Vec<PacketRef<'_>> = packets.iter().map(|p| PacketRef::new(p, p.len() as u32)).collect();
+        assert!(refs.len() >= BATCH);
+        for f in [JitFilter::from_pred_with(&pred, 9).unwrap(), JitFilter::from_program(&prog).unwrap()] {
+            assert!(f.code.is_some() && !installed(&f));
+            let counted = f.count_packets(&refs);
+            assert!(!installed(&f), "the count function ran, the per-packet one stays uninstalled");
+            let fallback: Vec<u32> = packets.iter().map(|p| f.run_uninstalled(p, p.len() as u32)).collect();
+            assert!(!installed(&f));
+            let run: Vec<u32> = packets.iter().map(|p| f.run(p, p.len() as u32)).collect();
+            assert!(installed(&f));
+            assert_eq!(run, fallback);
+            assert_eq!(counted, run.iter().filter(|&&v| v != 0).count() as u64);
+            assert!(counted > 0 && counted < packets.len() as u64);
+        }
     }
 
     /// A filter stays small enough to be moved without a call to
