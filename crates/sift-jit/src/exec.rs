@@ -272,7 +272,8 @@ pub(crate) const WINDOW: usize = crate::BATCH + crate::PREFETCH_AHEAD;
 /// `pwrite` into the code file saved at compile time, and one when the
 /// filter is dropped. Installing costs ~0.4 µs on the machine of session
 /// 17, over half of libpcap's whole `pcap_compile` of `ip`
-/// (docs/performance.md).
+/// (docs/performance.md). Code longer than [`LAZY_MAX`] is installed at
+/// compile time all the same.
 ///
 /// A call reads only `entry` (the installed code's address) before
 /// jumping to the code; the rest is boxed, out of the filter's way.
@@ -305,11 +306,23 @@ impl Installed<'_> {
     }
 }
 
+/// The longest per-packet function kept aside to be installed on first
+/// use; longer ones are installed when compiled. Keeping the code costs a
+/// heap block of its size, and in glibc a request of 1 KiB or more first
+/// merges every small free block: after the optimizer has freed thousands
+/// of tree nodes, that took ~15 µs for the 6.4 KB of the 200-connection
+/// filter (against ~0.4 µs for the `pwrite`; session 17). A filter whose
+/// code is that long takes tens of µs to compile anyway.
+pub(crate) const LAZY_MAX: usize = 512;
+
 /// The machine code of a [`LazyExec`] and its installed copy.
 #[derive(Debug)]
 struct Pending {
-    /// The machine code (kept after installing, for `code_bytes`).
+    /// The machine code while it is not installed (kept after installing,
+    /// for `code_bytes`); empty for code installed when compiled.
     bytes: Box<[u8]>,
+    /// The number of bytes of machine code.
+    len: usize,
     /// The installed code, once installed; `None` inside if installing
     /// failed (the caller then evaluates the filter another way).
     installed: std::sync::OnceLock<Option<ExecBuffer>>,
@@ -319,13 +332,19 @@ impl LazyExec {
     /// The per-packet function `code` (complete, from `crate::x64`, as
     /// [`ExecBuffer::new`] requires), to be installed on first use. Where
     /// code cannot be installed in this process ([`can_install`]) it is
-    /// installed now, so that the error shows at compile time.
+    /// installed now, so that the error shows at compile time; so is code
+    /// longer than [`LAZY_MAX`].
     pub(crate) fn compiled(code: &[u8]) -> io::Result<LazyExec> {
+        let now = code.len() > LAZY_MAX || !can_install();
         let lazy = LazyExec {
             entry: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
-            pending: Box::new(Pending { bytes: code.into(), installed: std::sync::OnceLock::new() }),
+            pending: Box::new(Pending {
+                bytes: if now { Box::default() } else { code.into() },
+                len: code.len(),
+                installed: std::sync::OnceLock::new(),
+            }),
         };
-        if !can_install() {
+        if now {
             let buf = ExecBuffer::new(code)?;
             lazy.entry.store(buf.ptr, std::sync::atomic::Ordering::Release);
             let _ = lazy.pending.installed.set(Some(buf));
@@ -350,12 +369,15 @@ impl LazyExec {
 
     /// The number of bytes of machine code.
     pub(crate) fn code_len(&self) -> usize {
-        self.pending.bytes.len()
+        self.pending.len
     }
 
     /// A copy of the machine code.
     pub(crate) fn code_bytes(&self) -> Vec<u8> {
-        self.pending.bytes.to_vec()
+        match self.pending.installed.get() {
+            Some(Some(buf)) if self.pending.bytes.is_empty() => buf.code_bytes(),
+            _ => self.pending.bytes.to_vec(),
+        }
     }
 
     /// Whether the code was installed (by a first call, or at compile time

@@ -857,7 +857,15 @@ mod tests {
             assert_eq!(run, fallback);
             assert_eq!(counted, run.iter().filter(|&&v| v != 0).count() as u64);
             assert!(counted > 0 && counted < packets.len() as u64);
+            assert_eq!(f.code_bytes().len(), f.code_size());
         }
+        // Code longer than `exec::LAZY_MAX` is installed when compiled.
+        let ports = (1..=80).map(|p| p.to_string()).collect::<Vec<_>>().join(" or ");
+        let long = sift_ir::lower(&sift_syntax::parse(&format!("tcp port ({ports})")).unwrap(), &opts).unwrap();
+        let f = JitFilter::from_pred(&long).unwrap();
+        assert!(f.code_size() > super::exec::LAZY_MAX);
+        assert!(installed(&f));
+        assert_eq!(f.code_bytes().len(), f.code_size());
     }
 
     /// A filter stays small enough to be moved without a call to
