@@ -405,7 +405,16 @@ impl<'a> Lowerer<'a> {
                 _ => break,
             }
         }
-        let mut acc = self.operand(first)?;
+        // Operands lowered together with the one before them (a list of
+        // ports, `port_group`), skipped when their turn comes.
+        let mut skip = 0usize;
+        let mut acc = match self.port_group(first, rights.iter().rev())? {
+            Some((pred, n)) => {
+                skip = n - 1;
+                pred
+            }
+            None => self.operand(first)?,
+        };
         // The tunnel states where `acc` exits true and false.
         let (mut on_true, mut on_false) = std::mem::take(&mut self.exits);
         // Nesting depth of `acc` created by alternating operators.
@@ -420,13 +429,29 @@ impl<'a> Lowerer<'a> {
                 acc = acc.with_room(conn == Conn::And, run_left);
             }
             run_left -= 1;
+            if skip > 0 {
+                // In the port list lowered with an earlier operand (an
+                // `or`, leaving the tunnel states as they were).
+                skip -= 1;
+                last = Some(conn);
+                continue;
+            }
             // The right operand runs where the left one exits true (`and`)
             // or false (`or`).
             self.tunnel_state = match conn {
                 Conn::And => on_true.clone(),
                 Conn::Or => on_false.clone(),
             };
-            let rhs = self.operand(r)?;
+            let rhs = match conn {
+                Conn::Or => match self.port_group(r, rights[..i].iter().rev())? {
+                    Some((pred, n)) => {
+                        skip = n - 1;
+                        pred
+                    }
+                    None => self.operand(r)?,
+                },
+                Conn::And => self.operand(r)?,
+            };
             let (t, f) = std::mem::take(&mut self.exits);
             match conn {
                 Conn::And => {
@@ -455,6 +480,45 @@ impl<'a> Lowerer<'a> {
         }
         self.exits = (on_true, on_false);
         Ok(acc)
+    }
+
+    /// A list of ports: `e`, a numeric `port` primitive, and the operands
+    /// after it joined by `or` that are numeric `port` primitives with the
+    /// same qualifiers (`tcp port 21 or tcp port 20`, `tcp port (21 or
+    /// 20)`), lowered as one ([`Lowerer::port_list_pred`]), with how many
+    /// operands that took; `None` for a single port, outside tunnels only,
+    /// and where the link layer does not allow it (the operands are then
+    /// lowered one by one).
+    fn port_group<'e>(
+        &mut self,
+        e: &'e Expr,
+        mut next: impl Iterator<Item = &'e (Conn, &'e Expr)>,
+    ) -> Result<Option<(Pred, usize)>> {
+        if !self.tunnels.is_empty() {
+            return Ok(None);
+        }
+        let (Some((qual, first)), Expr::Prim(_, span)) = (port_item(e), e) else {
+            return Ok(None);
+        };
+        let mut ports = vec![first];
+        while let Some(&(Conn::Or, r)) = next.next() {
+            match port_item(r) {
+                Some((q, port)) if q == qual => ports.push(port),
+                _ => break,
+            }
+        }
+        if ports.len() < 2 {
+            return Ok(None);
+        }
+        self.span = *span;
+        let sel = port::selector(self, qual.proto, "port")?;
+        let Some(pred) = self.port_list_pred(&ports, sel, Dir::of(qual.dir))? else {
+            return Ok(None);
+        };
+        // As a primitive without a tunnel leaves them (`operand`).
+        let entry = self.tunnel_state.clone();
+        self.exits = (entry.clone(), entry);
+        Ok(Some((pred, ports.len())))
     }
 
     /// Lowers an operand of a boolean chain: a primitive, a negation, or a
@@ -652,6 +716,22 @@ impl<'a> Lowerer<'a> {
             Some(AddrQual::Protochain) => self.protochain_by_name(q, name),
         }
     }
+}
+
+/// A numeric `port` primitive that [`Lowerer::port_group`] may lower with
+/// others: its qualifiers (protocol `tcp`, `udp`, `sctp` or none; any
+/// direction of `src`/`dst`) and its port (at most 65535; others are
+/// errors, which the primitive's own lowering reports).
+fn port_item(e: &Expr) -> Option<(Qual, u32)> {
+    let Expr::Prim(Primitive::Id { qual, id: Id::Num(port) }, _) = e else {
+        return None;
+    };
+    let proto_ok = matches!(qual.proto, None | Some(ProtoQual::Tcp | ProtoQual::Udp | ProtoQual::Sctp));
+    let dir_ok = matches!(
+        qual.dir,
+        None | Some(DirQual::Src | DirQual::Dst | DirQual::SrcOrDst | DirQual::SrcAndDst)
+    );
+    (qual.addr == Some(AddrQual::Port) && proto_ok && dir_ok && *port <= 65535).then_some((*qual, *port))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 
 use super::link::Rel;
 use super::{wlan_dir_words, Dir, Lowerer, Result};
-use crate::pred::{Pred, Size};
+use crate::pred::{CmpOp, Pred, Size, Value};
 use sift_syntax::ast::{DirQual, ProtoQual, Qual};
 use sift_syntax::names::{self, ethertype, ServiceProto};
 
@@ -196,6 +196,58 @@ impl Lowerer<'_> {
         let v4 = self.port_v4(sel, dir, &|cx, off| Ok(cx.cmp(Rel::TranIpv4, off, Size::Half, port)))?;
         let v6 = self.port_v6(sel, dir, &|cx, off| Ok(cx.cmp(Rel::TranIpv6, off, Size::Half, port)))?;
         Ok(v6.or(v4))
+    }
+
+    /// `port N1 or port N2 or ...` with the same qualifiers (`tcp port 21
+    /// or tcp port 20`, `tcp port (21 or 20)`): the IPv6 test once, then
+    /// the ports in order, then the IPv4 test once, then the ports in
+    /// order; `None` where the link-type tests of IPv6 and IPv4 are not two
+    /// equality tests of one value (the caller then lowers each port on its
+    /// own).
+    ///
+    /// libpcap lowers each port on its own (IPv6, then IPv4, per port) and
+    /// the two agree on every packet, truncated ones included. The IPv6 and
+    /// IPv4 link-type tests load the same value and at most one holds, so
+    /// after the first port the per-port form runs no load that the first
+    /// port did not already run without aborting, except the ports' own,
+    /// and it runs those in the same order as this form: for an IPv6
+    /// packet the IPv6 ports of each port in turn (the IPv4 alternatives
+    /// fail at their link-type test), for an IPv4 packet the IPv4 ones,
+    /// for any other packet none. (The optimizer's rules of exclusive
+    /// alternatives and of a common first test, `opt::factor`, make the
+    /// same rewrite; done here, a list of ports lowers to a tree about a
+    /// third of the size, and the optimizer has that much less to do:
+    /// ftp200, 10 hosts with 20 `tcp port`s each, compiles in 0.26 ms
+    /// instead of 0.34 (session 17).)
+    pub(crate) fn port_list_pred(&self, ports: &[u32], sel: PortProto, dir: Dir) -> Result<Option<Pred>> {
+        let exclusive = match (self.gen_linktype(ethertype::IPV6)?, self.gen_linktype(ethertype::IP)?) {
+            (Pred::Test(a), Pred::Test(b)) => {
+                a.op == CmpOp::Eq
+                    && b.op == CmpOp::Eq
+                    && a.lhs == b.lhs
+                    && matches!((&a.rhs, &b.rhs), (Value::Const(x), Value::Const(y)) if x != y)
+            }
+            _ => false,
+        };
+        if !exclusive {
+            return Ok(None);
+        }
+        // The ports' tests in order, as one flat `or`.
+        let list = |rel: Rel| -> Result<Pred> {
+            let mut alts = Vec::with_capacity(2 * ports.len());
+            for &port in ports {
+                match self.port_dirs(dir, &|cx, off| Ok(cx.cmp(rel, off, Size::Half, port)))? {
+                    Pred::Or(v) => alts.extend(v),
+                    p => alts.push(p),
+                }
+            }
+            Ok(Pred::Or(alts))
+        };
+        let v4 = self.port_family(ethertype::IP, sel, 9, |lt, proto| {
+            Ok(Pred::all([lt, proto, self.ipfrag(), list(Rel::TranIpv4)?]))
+        })?;
+        let v6 = self.port_family(ethertype::IPV6, sel, 6, |lt, head| Ok(Pred::all([lt, head, list(Rel::TranIpv6)?])))?;
+        Ok(Some(v6.or(v4)))
     }
 
     /// `portrange A-B` for IPv6 then IPv4 (the bounds are swapped if

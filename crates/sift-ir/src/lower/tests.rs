@@ -440,3 +440,87 @@ fn vlan_moves_the_type_field_and_payload_for_what_follows() {
     let Pred::Or(v) = p else { panic!("{p}") };
     assert_eq!(v[1], Pred::eq(Value::load(Size::Half, 16), 0x800));
 }
+
+/// A list of ports joined by `or` lowers as one (`Lowerer::port_group`)
+/// and gives every packet, truncated ones included, the verdict of the
+/// ports lowered one by one and joined in order (what libpcap does).
+#[test]
+fn a_list_of_ports_lowers_as_its_ports_one_by_one() {
+    let lower_str = |expr: &str, lt: LinkType| {
+        let ast = sift_syntax::parse(expr).expect("parses");
+        lower(&ast, &LowerOptions { linktype: lt, ..LowerOptions::default() }).expect("lowers")
+    };
+    let cases = [
+        ("tcp port 21 or tcp port 20 or tcp port 8080", &[21u32, 20, 8080][..], "tcp port"),
+        ("udp src port (53 or 5353 or 0)", &[53, 5353, 0], "udp src port"),
+        ("port 80 or port 443", &[80, 443], "port"),
+        ("sctp dst port 9 or sctp dst port 10", &[9, 10], "sctp dst port"),
+        ("tcp src and dst port (1 or 2 or 3)", &[1, 2, 3], "tcp src and dst port"),
+    ];
+    let links = [
+        LinkType::EN10MB,
+        LinkType::RAW,
+        LinkType::LINUX_SLL,
+        LinkType::NULL,
+        LinkType::IEEE802_11,
+        LinkType::IPV4,
+    ];
+    // Deterministic pseudo-random bytes (xorshift).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for &lt in &links {
+        for (expr, ports, head) in cases {
+            let grouped = lower_str(expr, lt);
+            // The same ports lowered one by one, joined in order.
+            let one_by_one = ports
+                .iter()
+                .map(|p| lower_str(&format!("{head} {p}"), lt))
+                .reduce(|a, b| a.or(b))
+                .expect("ports");
+            if lt == LinkType::EN10MB {
+                assert!(crate::opt::analysis::size(&grouped) < crate::opt::analysis::size(&one_by_one), "{expr}");
+            }
+            let (mut hits, mut aborts) = (0, 0);
+            for n in 0..3000u32 {
+                let r = next();
+                let mut pkt: Vec<u8> = (0..80).map(|_| (next() % 7) as u8).collect();
+                // Plausible headers now and then: Ethernet IPv4/IPv6, raw
+                // IPv4/IPv6, the ports of the list.
+                let eth = [[0x08u8, 0x00], [0x86, 0xdd], [0x08, 0x06]][(r % 3) as usize];
+                pkt[12..14].copy_from_slice(&eth);
+                pkt[0] = [0x45u8, 0x60, 0x46][(r >> 2) as usize % 3];
+                pkt[14] = [0x45u8, 0x60, 0x46][(r >> 4) as usize % 3];
+                for at in [9usize, 23, 20, 6] {
+                    pkt[at] = [6u8, 17, 132, 1][(r >> (at % 8)) as usize % 4];
+                }
+                for at in [20usize, 22, 24, 34, 36, 38, 40, 54, 56, 58, 60] {
+                    if next() % 2 == 0 {
+                        let p = ports[(next() % ports.len() as u64) as usize];
+                        pkt[at..at + 2].copy_from_slice(&(p as u16).to_be_bytes());
+                    }
+                }
+                // Not a fragment (IPv4 at 0 or at 14), now and then.
+                if next() % 2 == 0 {
+                    pkt[6..8].fill(0);
+                    pkt[20..22].fill(0);
+                }
+                let len = if n % 3 == 0 { 80 } else { (next() % 81) as usize };
+                let view = PacketView { data: &pkt[..len], wire_len: 80 };
+                let a = eval_pred(&grouped, view);
+                let b = eval_pred(&one_by_one, view);
+                assert_eq!(a.is_err(), b.is_err(), "{expr} on {lt:?}: abort differs on {:?}", &pkt[..len]);
+                assert_eq!(matches(&grouped, view), matches(&one_by_one, view), "{expr} on {lt:?}: {:?}", &pkt[..len]);
+                hits += u32::from(matches(&grouped, view));
+                aborts += u32::from(a.is_err());
+            }
+            // (The packets are built for Ethernet and raw IP.)
+            assert!(hits > 0 || !matches!(lt, LinkType::EN10MB | LinkType::RAW), "{expr} on {lt:?}: no packet matched");
+            assert!(aborts > 0 || !matches!(lt, LinkType::EN10MB | LinkType::RAW), "{expr} on {lt:?}: no truncated packet aborted");
+        }
+    }
+}
