@@ -430,22 +430,38 @@ impl Program {
     ) -> u64 {
         let mut n = 0u64;
         let mut ctx = threaded::Ctx::new();
-        let deep = self.header_line.filter(|_| header_line);
-        for (i, q) in packets.iter().enumerate() {
-            if self.loads_packet {
-                if let Some(far) = packets.get(i + ahead) {
-                    let far = parts(far).0;
-                    hint(far);
-                    if let Some(line) = deep.and_then(|h| far.get(h..)) {
-                        hint(line);
-                    }
-                }
-            }
+        let mut run = |q: &P| {
             let (data, wire_len) = parts(q);
-            n += u64::from(match &self.threaded {
+            u64::from(match &self.threaded {
                 Some(tree) => tree.run_in(&mut ctx, data, wire_len),
                 None => self.run_loop(data, wire_len),
-            } != 0);
+            } != 0)
+        };
+        // The packets with one `ahead` places further (hinted), then the
+        // last `ahead` (none): no test per packet of whether there is one.
+        let ahead = if self.loads_packet { ahead.min(packets.len()) } else { packets.len() };
+        let (hinted, rest) = packets.split_at(packets.len() - ahead);
+        let far = &packets[ahead..];
+        match self.header_line.filter(|_| header_line) {
+            Some(line) => {
+                for (q, far) in hinted.iter().zip(far) {
+                    let far = parts(far).0;
+                    hint(far);
+                    if let Some(deep) = far.get(line..) {
+                        hint(deep);
+                    }
+                    n += run(q);
+                }
+            }
+            None => {
+                for (q, far) in hinted.iter().zip(far) {
+                    hint(parts(far).0);
+                    n += run(q);
+                }
+            }
+        }
+        for q in rest {
+            n += run(q);
         }
         n
     }

@@ -518,14 +518,18 @@ impl DynamicFilter {
     /// Translates `expr` (compiled for `linktype`) into passes, or says what
     /// does not fit.
     pub fn from_expr(expr: &str, linktype: LinkType) -> Result<DynamicFilter, Error> {
-        let opts = sift_ir::LowerOptions { linktype, netmask: None, savefile: false, swapped: false, names: None };
+        let opts = sift_ir::LowerOptions { linktype, ..sift_ir::LowerOptions::default() };
         DynamicFilter::from_expr_with(expr, &opts)
     }
 
     /// Like [`DynamicFilter::from_expr`] with every lowering option (netmask,
     /// savefile, byte order), as the facade's `CompileOptions` carry them.
+    /// Lists of ports are lowered port by port whatever `opts` says
+    /// ([`sift_ir::LowerOptions::port_lists`]): the engine builds its own
+    /// port sets from that form.
     pub fn from_expr_with(expr: &str, opts: &sift_ir::LowerOptions) -> Result<DynamicFilter, Error> {
         let ast = sift_syntax::parse(expr).map_err(|e| Error::Compile(e.message))?;
+        let opts = &sift_ir::LowerOptions { port_lists: false, ..*opts };
         let pred = sift_ir::lower(&ast, opts).map_err(|e| Error::Compile(e.message))?;
         DynamicFilter::from_pred(&pred, opts.linktype)
     }

@@ -260,6 +260,7 @@ fn random_asts_lower_or_fail_cleanly() {
             savefile: r.below(2) == 0,
             swapped: r.below(2) == 0,
             names: None,
+            port_lists: r.below(2) == 0,
         };
         match lower(&f, &o) {
             Ok(p) => {

@@ -988,7 +988,7 @@ fn compare(job: &Job, packets: &[Packet]) -> Outcome {
                 Mode::Dead => (false, false),
                 Mode::Savefile { swapped } => (true, swapped),
             };
-            let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped, names: None };
+            let opts = LowerOptions { linktype: lt, netmask: Some(0), savefile, swapped, names: None, port_lists: true };
             lower(&f, &opts).map_err(|e| e.message)
         });
     if let Some(why) = master_only(job.dlt, expr, theirs.as_ref().err(), ours.as_ref().err()) {

@@ -12,9 +12,13 @@ use sift_bpf::codegen::{compile, CodegenOptions};
 use sift_ir::{LowerOptions, Pred};
 use sift_testkit::diff::{self, Campaign};
 
+/// `expr` lowered primitive by primitive, as libpcap does (lists of ports
+/// too: lowering them as one is itself the optimizer's merge,
+/// `LowerOptions::port_lists`).
 fn lowered(expr: &str) -> Pred {
     let ast = sift_syntax::parse(expr).expect("parses");
-    sift_ir::lower(&ast, &LowerOptions { netmask: Some(0), ..LowerOptions::default() }).expect("lowers")
+    let opts = LowerOptions { netmask: Some(0), port_lists: false, ..LowerOptions::default() };
+    sift_ir::lower(&ast, &opts).expect("lowers")
 }
 
 fn insns(p: &Pred) -> usize {

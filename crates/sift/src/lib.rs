@@ -144,6 +144,12 @@ impl std::error::Error for Error {}
 
 /// Parses and lowers `expr`: the stages up to the predicate IR.
 pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), Error> {
+    lower_with(expr, opts, true)
+}
+
+/// [`lower`], lowering lists of ports as one or not
+/// (`sift_ir::LowerOptions::port_lists`).
+fn lower_with(expr: &str, opts: &CompileOptions, port_lists: bool) -> Result<(ast::Filter, Pred), Error> {
     let wrap = |error| Error::Expression { source: expr.to_string(), error };
     let ast = sift_syntax::parse(expr).map_err(wrap)?;
     let lopts = sift_ir::LowerOptions {
@@ -152,6 +158,7 @@ pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), E
         savefile: opts.savefile,
         swapped: opts.swapped,
         names: opts.names,
+        port_lists,
     };
     let pred = sift_ir::lower(&ast, &lopts).map_err(wrap)?;
     Ok((ast, pred))
@@ -300,7 +307,14 @@ impl Filter {
         // or the reference evaluator wants it as it is (no copy of the tree).
         let (lowered, optimized) = match engine {
             Engine::Dynamic | Engine::DynamicOrJit | Engine::Reference => {
-                let (_, lowered, optimized) = lower_optimized(expr, opts)?;
+                // Ports one by one for the engine itself: the dynamic engine
+                // builds its own port sets from that form, and the oracle
+                // keeps libpcap's tree. The optimized predicate (the JIT's,
+                // `Filter::program`'s) is the other engines' own, lowered
+                // with lists of ports as one.
+                let (_, lowered) = lower_with(expr, opts, false)?;
+                let (_, optimized) = lower(expr, opts)?;
+                let optimized = if opts.optimize { sift_ir::opt::optimize_owned(optimized) } else { optimized };
                 (Some(lowered), optimized)
             }
             _ => {

@@ -139,11 +139,25 @@ pub struct LowerOptions {
     /// borrow keeps the options `Copy`: build the tables once (a `static`,
     /// a `OnceLock`, or `Box::leak`).
     pub names: Option<&'static NameTables>,
+    /// Lower a list of numeric ports joined by `or` with the same
+    /// qualifiers (`tcp port 21 or tcp port 20`) as one, where it gives the
+    /// same verdicts (compat.md row 34). Default `true`. The dynamic engine
+    /// turns it off: it builds its own port sets from the ports lowered one
+    /// by one, and so does the reference evaluator, whose tree stays
+    /// libpcap's primitive by primitive.
+    pub port_lists: bool,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { linktype: LinkType::EN10MB, netmask: None, savefile: false, swapped: false, names: None }
+        LowerOptions {
+            linktype: LinkType::EN10MB,
+            netmask: None,
+            savefile: false,
+            swapped: false,
+            names: None,
+            port_lists: true,
+        }
     }
 }
 
@@ -487,14 +501,15 @@ impl<'a> Lowerer<'a> {
     /// same qualifiers (`tcp port 21 or tcp port 20`, `tcp port (21 or
     /// 20)`), lowered as one ([`Lowerer::port_list_pred`]), with how many
     /// operands that took; `None` for a single port, outside tunnels only,
-    /// and where the link layer does not allow it (the operands are then
-    /// lowered one by one).
+    /// where the link layer does not allow it, and unless
+    /// [`LowerOptions::port_lists`] (the operands are then lowered one by
+    /// one).
     fn port_group<'e>(
         &mut self,
         e: &'e Expr,
         mut next: impl Iterator<Item = &'e (Conn, &'e Expr)>,
     ) -> Result<Option<(Pred, usize)>> {
-        if !self.tunnels.is_empty() {
+        if !self.opts.port_lists || !self.tunnels.is_empty() {
             return Ok(None);
         }
         let (Some((qual, first)), Expr::Prim(_, span)) = (port_item(e), e) else {
