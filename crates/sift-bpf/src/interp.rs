@@ -200,29 +200,50 @@ const READ_AHEAD_GAP: usize = 256;
 /// halved the speed of `tcp`).
 const READ_AHEAD_SPAN: usize = 32 << 20;
 
-/// The bytes worth reading ahead for `prog`: the lowest offset it loads
-/// from and the highest byte it loads (for `[x + k]`, assuming X is at
-/// least 20, an IPv4 header), capped; `None` if it loads nothing.
-fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
+/// How a packet load addresses the packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Addressing {
+    /// `ld [k]`.
+    Abs,
+    /// `ld [x + k]`.
+    Ind,
+    /// `ldx 4 * ([k] & 0xf)`.
+    Msh,
+}
+
+/// The packet loads of `prog`: how each addresses the packet, its
+/// constant and its size in bytes (1 for `msh`).
+fn packet_loads(prog: &[Insn]) -> impl Iterator<Item = (Addressing, usize, usize)> + '_ {
     use op::*;
-    const CAP: usize = 4096;
-    let mut span: Option<(usize, usize)> = None;
-    for insn in prog {
+    prog.iter().filter_map(|insn| {
         let class = insn.code & 0x07;
-        if class != LD && class != LDX {
-            continue;
-        }
-        let k = (insn.k as usize).min(CAP);
         let size = match insn.code & 0x18 {
             W => 4,
             H => 2,
             _ => 1,
         };
-        let last = match insn.code & 0xe0 {
-            ABS if class == LD => k + size - 1,
-            IND if class == LD => k + size - 1 + 20,
-            MSH if class == LDX => k,
-            _ => continue,
+        let addressing = match (class, insn.code & 0xe0) {
+            (LD, ABS) => Addressing::Abs,
+            (LD, IND) => Addressing::Ind,
+            (LDX, MSH) => Addressing::Msh,
+            _ => return None,
+        };
+        Some((addressing, insn.k as usize, size))
+    })
+}
+
+/// The bytes worth reading ahead for `prog`: the lowest offset it loads
+/// from and the highest byte it loads (for `[x + k]`, assuming X is at
+/// least 20, an IPv4 header), capped; `None` if it loads nothing.
+fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
+    const CAP: usize = 4096;
+    let mut span: Option<(usize, usize)> = None;
+    for (addressing, k, size) in packet_loads(prog) {
+        let k = k.min(CAP);
+        let last = match addressing {
+            Addressing::Abs => k + size - 1,
+            Addressing::Ind => k + size - 1 + 20,
+            Addressing::Msh => k,
         };
         let (lo, hi) = span.unwrap_or((k, last));
         span = Some((lo.min(k), hi.max(last).min(CAP)));
@@ -242,28 +263,15 @@ fn read_ahead_span(prog: &[Insn]) -> Option<(usize, usize)> {
 /// (`sift_jit`'s `deep_line`): deeper absolute offsets are the bytes of
 /// IPv6 and extension headers, which most packets do not reach.
 pub fn header_line(prog: &[Insn]) -> Option<usize> {
-    use op::*;
-    let mut deepest: Option<usize> = None;
-    for insn in prog {
-        let class = insn.code & 0x07;
-        if class != LD && class != LDX {
-            continue;
-        }
-        let k = insn.k as usize;
-        let size = match insn.code & 0x18 {
-            W => 4,
-            H => 2,
-            _ => 1,
-        };
-        let last = match insn.code & 0xe0 {
-            ABS if class == LD && k.saturating_add(size) <= 49 => k + size - 1,
-            IND if class == LD => k.saturating_add(size + 19).min(63),
-            MSH if class == LDX && k <= 63 => k,
-            _ => continue,
-        };
-        deepest = Some(deepest.map_or(last, |d| d.max(last)));
-    }
-    deepest.filter(|&d| d >= 16)
+    packet_loads(prog)
+        .filter_map(|(addressing, k, size)| match addressing {
+            Addressing::Abs if k.saturating_add(size) <= 49 => Some(k + size - 1),
+            Addressing::Ind => Some(k.saturating_add(size + 19).min(63)),
+            Addressing::Msh if k <= 63 => Some(k),
+            _ => None,
+        })
+        .max()
+        .filter(|&d| d >= 16)
 }
 
 impl Program {
@@ -441,24 +449,14 @@ impl Program {
         // last `ahead` (none): no test per packet of whether there is one.
         let ahead = if self.loads_packet { ahead.min(packets.len()) } else { packets.len() };
         let (hinted, rest) = packets.split_at(packets.len() - ahead);
-        let far = &packets[ahead..];
-        match self.header_line.filter(|_| header_line) {
-            Some(line) => {
-                for (q, far) in hinted.iter().zip(far) {
-                    let far = parts(far).0;
-                    hint(far);
-                    if let Some(deep) = far.get(line..) {
-                        hint(deep);
-                    }
-                    n += run(q);
-                }
+        let line = self.header_line.filter(|_| header_line);
+        for (q, far) in hinted.iter().zip(&packets[ahead..]) {
+            let far = parts(far).0;
+            hint(far);
+            if let Some(deep) = line.and_then(|l| far.get(l..)) {
+                hint(deep);
             }
-            None => {
-                for (q, far) in hinted.iter().zip(far) {
-                    hint(parts(far).0);
-                    n += run(q);
-                }
-            }
+            n += run(q);
         }
         for q in rest {
             n += run(q);

@@ -321,8 +321,6 @@ struct Pending {
     /// The machine code while it is not installed (kept after installing,
     /// for `code_bytes`); empty for code installed when compiled.
     bytes: Box<[u8]>,
-    /// The number of bytes of machine code.
-    len: usize,
     /// The installed code, once installed; `None` inside if installing
     /// failed (the caller then evaluates the filter another way).
     installed: std::sync::OnceLock<Option<ExecBuffer>>,
@@ -340,7 +338,6 @@ impl LazyExec {
             entry: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
             pending: Box::new(Pending {
                 bytes: if now { Box::default() } else { code.into() },
-                len: code.len(),
                 installed: std::sync::OnceLock::new(),
             }),
         };
@@ -367,17 +364,19 @@ impl LazyExec {
         (!entry.is_null()).then_some(Installed { entry, _code: std::marker::PhantomData })
     }
 
+    /// The code installed when compiled, whose bytes were not kept.
+    fn installed_at_compile(&self) -> Option<&ExecBuffer> {
+        self.pending.installed.get()?.as_ref().filter(|_| self.pending.bytes.is_empty())
+    }
+
     /// The number of bytes of machine code.
     pub(crate) fn code_len(&self) -> usize {
-        self.pending.len
+        self.installed_at_compile().map_or(self.pending.bytes.len(), |buf| buf.code_len)
     }
 
     /// A copy of the machine code.
     pub(crate) fn code_bytes(&self) -> Vec<u8> {
-        match self.pending.installed.get() {
-            Some(Some(buf)) if self.pending.bytes.is_empty() => buf.code_bytes(),
-            _ => self.pending.bytes.to_vec(),
-        }
+        self.installed_at_compile().map_or_else(|| self.pending.bytes.to_vec(), ExecBuffer::code_bytes)
     }
 
     /// Whether the code was installed (by a first call, or at compile time

@@ -942,7 +942,7 @@ fn emit(prog: &[Insn], plan: &Plan, function: Function, asm: &mut Asm) {
         saved: &[],
         // The header line of the program (the interpreter's rule) where
         // every count function prefetches it.
-        deep_line: if crate::prefetch_header_lines() {
+        deep_line: if count && crate::prefetch_header_lines() {
             sift_bpf::interp::header_line(prog).and_then(|l| u8::try_from(l).ok())
         } else {
             None

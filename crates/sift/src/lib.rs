@@ -144,14 +144,14 @@ impl std::error::Error for Error {}
 
 /// Parses and lowers `expr`: the stages up to the predicate IR.
 pub fn lower(expr: &str, opts: &CompileOptions) -> Result<(ast::Filter, Pred), Error> {
-    lower_with(expr, opts, true)
+    let ast = sift_syntax::parse(expr).map_err(|error| Error::Expression { source: expr.to_string(), error })?;
+    let pred = lower_parsed(expr, &ast, opts, true)?;
+    Ok((ast, pred))
 }
 
-/// [`lower`], lowering lists of ports as one or not
+/// Lowers `ast`, parsed from `expr`, with lists of ports as one or not
 /// (`sift_ir::LowerOptions::port_lists`).
-fn lower_with(expr: &str, opts: &CompileOptions, port_lists: bool) -> Result<(ast::Filter, Pred), Error> {
-    let wrap = |error| Error::Expression { source: expr.to_string(), error };
-    let ast = sift_syntax::parse(expr).map_err(wrap)?;
+fn lower_parsed(expr: &str, ast: &ast::Filter, opts: &CompileOptions, port_lists: bool) -> Result<Pred, Error> {
     let lopts = sift_ir::LowerOptions {
         linktype: opts.linktype,
         netmask: opts.netmask,
@@ -160,8 +160,7 @@ fn lower_with(expr: &str, opts: &CompileOptions, port_lists: bool) -> Result<(as
         names: opts.names,
         port_lists,
     };
-    let pred = sift_ir::lower(&ast, &lopts).map_err(wrap)?;
-    Ok((ast, pred))
+    sift_ir::lower(ast, &lopts).map_err(|error| Error::Expression { source: expr.to_string(), error })
 }
 
 /// Parses, lowers and (unless turned off) optimizes `expr`: the stages up
@@ -312,8 +311,8 @@ impl Filter {
                 // keeps libpcap's tree. The optimized predicate (the JIT's,
                 // `Filter::program`'s) is the other engines' own, lowered
                 // with lists of ports as one.
-                let (_, lowered) = lower_with(expr, opts, false)?;
-                let (_, optimized) = lower(expr, opts)?;
+                let (ast, optimized) = lower(expr, opts)?;
+                let lowered = lower_parsed(expr, &ast, opts, false)?;
                 let optimized = if opts.optimize { sift_ir::opt::optimize_owned(optimized) } else { optimized };
                 (Some(lowered), optimized)
             }

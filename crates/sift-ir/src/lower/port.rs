@@ -220,7 +220,8 @@ impl Lowerer<'_> {
     /// ftp200, 10 hosts with 20 `tcp port`s each, compiles in 0.26 ms
     /// instead of 0.34 (session 17).)
     pub(crate) fn port_list_pred(&self, ports: &[u32], sel: PortProto, dir: Dir) -> Result<Option<Pred>> {
-        let exclusive = match (self.gen_linktype(ethertype::IPV6)?, self.gen_linktype(ethertype::IP)?) {
+        let (lt6, lt4) = (self.gen_linktype(ethertype::IPV6)?, self.gen_linktype(ethertype::IP)?);
+        let exclusive = match (&lt6, &lt4) {
             (Pred::Test(a), Pred::Test(b)) => {
                 a.op == CmpOp::Eq
                     && b.op == CmpOp::Eq
@@ -243,10 +244,10 @@ impl Lowerer<'_> {
             }
             Ok(Pred::Or(alts))
         };
-        let v4 = self.port_family(ethertype::IP, sel, 9, |lt, proto| {
+        let v4 = self.port_family_after(lt4, sel, 9, |lt, proto| {
             Ok(Pred::all([lt, proto, self.ipfrag(), list(Rel::TranIpv4)?]))
         })?;
-        let v6 = self.port_family(ethertype::IPV6, sel, 6, |lt, head| Ok(Pred::all([lt, head, list(Rel::TranIpv6)?])))?;
+        let v6 = self.port_family_after(lt6, sel, 6, |lt, head| Ok(Pred::all([lt, head, list(Rel::TranIpv6)?])))?;
         Ok(Some(v6.or(v4)))
     }
 
@@ -289,7 +290,17 @@ impl Lowerer<'_> {
         proto_at: u32,
         portop: impl Fn(Pred, Pred) -> Result<Pred>,
     ) -> Result<Pred> {
-        let lt = self.gen_linktype(ethertype)?;
+        self.port_family_after(self.gen_linktype(ethertype)?, sel, proto_at, portop)
+    }
+
+    /// [`Lowerer::port_family`] given the link-type test `lt`.
+    fn port_family_after(
+        &self,
+        lt: Pred,
+        sel: PortProto,
+        proto_at: u32,
+        portop: impl Fn(Pred, Pred) -> Result<Pred>,
+    ) -> Result<Pred> {
         let proto = |p| self.cmp(Rel::LinkPl, proto_at, Size::Byte, p);
         match sel.number() {
             Some(p) => portop(lt, proto(p)),
