@@ -244,10 +244,10 @@ impl Lowerer<'_> {
             }
             Ok(Pred::Or(alts))
         };
-        let v4 = self.port_family_after(lt4, sel, 9, |lt, proto| {
+        let v4 = self.port_family(lt4, sel, 9, |lt, proto| {
             Ok(Pred::all([lt, proto, self.ipfrag(), list(Rel::TranIpv4)?]))
         })?;
-        let v6 = self.port_family_after(lt6, sel, 6, |lt, head| Ok(Pred::all([lt, head, list(Rel::TranIpv6)?])))?;
+        let v6 = self.port_family(lt6, sel, 6, |lt, head| Ok(Pred::all([lt, head, list(Rel::TranIpv6)?])))?;
         Ok(Some(v6.or(v4)))
     }
 
@@ -265,10 +265,10 @@ impl Lowerer<'_> {
 
     /// `gen_port`/`gen_portrange`: IPv4, then per transport protocol.
     pub(crate) fn port_v4(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        self.port_family(ethertype::IP, sel, 9, |lt, proto| self.portop_v4(lt, proto, dir, atom))
+        self.port_family(self.gen_linktype(ethertype::IP)?, sel, 9, |lt, proto| self.portop_v4(lt, proto, dir, atom))
     }
 
-    /// The link-type test of `ethertype`, then `portop` (the port test
+    /// The link-type test `lt`, then `portop` (the port test
     /// after the link-type test, given the test of the next-protocol byte
     /// at `proto_at`) for the protocol `sel` names, or for SCTP, TCP and
     /// UDP at once.
@@ -284,17 +284,6 @@ impl Lowerer<'_> {
     /// is a third of the size, which is most of what unqualified ports
     /// cost to compile.
     fn port_family(
-        &self,
-        ethertype: u32,
-        sel: PortProto,
-        proto_at: u32,
-        portop: impl Fn(Pred, Pred) -> Result<Pred>,
-    ) -> Result<Pred> {
-        self.port_family_after(self.gen_linktype(ethertype)?, sel, proto_at, portop)
-    }
-
-    /// [`Lowerer::port_family`] given the link-type test `lt`.
-    fn port_family_after(
         &self,
         lt: Pred,
         sel: PortProto,
@@ -318,7 +307,7 @@ impl Lowerer<'_> {
 
     /// `gen_port6`/`gen_portrange6`.
     pub(crate) fn port_v6(&self, sel: PortProto, dir: Dir, atom: &PortAtom<'_>) -> Result<Pred> {
-        self.port_family(ethertype::IPV6, sel, 6, |lt, head| self.portop_v6(lt, head, dir, atom))
+        self.port_family(self.gen_linktype(ethertype::IPV6)?, sel, 6, |lt, head| self.portop_v6(lt, head, dir, atom))
     }
 
     /// `gen_portop6`: after the link-type test `lt`, the next-header test
