@@ -500,33 +500,41 @@ fn simple_lhs(p: &Pred) -> Option<&Value> {
 }
 
 /// Stable grouping of simple tests by their left operand (groups in the
-/// order of their first test; other operands count as `Const(0)`);
-/// whether that moved any.
-fn group_by_value(ps: &mut [Pred]) -> bool {
+/// order of their first test, except that the tests of `before`, the value
+/// the operand before them tests, come first: a backend holds that value
+/// already; other operands count as `Const(0)`); whether that moved any.
+fn group_by_value(ps: &mut [Pred], before: Option<&Value>) -> bool {
     static OTHER: Value = Value::Const(0);
     fn key(p: &Pred) -> &Value {
         simple_lhs(p).unwrap_or(&OTHER)
     }
+    // The group that goes first: `before`'s, when some test has it.
+    let lead = before.filter(|b| ps.iter().any(|p| simple_lhs(p) == Some(*b)));
     // Grouped already when each operand tests the value of the one before
     // it or one not tested before (checked without allocating: the common
-    // case).
+    // case), and `lead`'s tests come first.
     let new_or_same = |i: usize| {
         let k = key(&ps[i]);
         i == 0 || key(&ps[i - 1]) == k || !ps[..i - 1].iter().any(|q| key(q) == k)
     };
-    if (0..ps.len()).all(new_or_same) {
+    if lead.is_none_or(|b| key(&ps[0]) == b) && (0..ps.len()).all(new_or_same) {
         return false;
     }
     // The group of each operand: the position of its group's first operand
     // among the first operands (no copy of the values).
+    // (`lead`'s group is number 0, the others count from 1.)
     let mut firsts: Vec<usize> = Vec::new();
     let mut tagged: Vec<(usize, Pred)> = Vec::with_capacity(ps.len());
     for i in 0..ps.len() {
-        let g = match firsts.iter().position(|&j| key(&ps[j]) == key(&ps[i])) {
-            Some(g) => g,
-            None => {
-                firsts.push(i);
-                firsts.len() - 1
+        let g = if lead == Some(key(&ps[i])) {
+            0
+        } else {
+            match firsts.iter().position(|&j| key(&ps[j]) == key(&ps[i])) {
+                Some(g) => g + 1,
+                None => {
+                    firsts.push(i);
+                    firsts.len()
+                }
             }
         };
         tagged.push((g, Pred::True));
@@ -559,14 +567,16 @@ fn junction(p: &mut Pred, env: &mut Env, ctx: Ctx, is_and: bool) -> S {
     // (the operands from `i` on), `k <= r`; `v[k..r]` holds what is left
     // of operands dropped or moved. From `known_base` on, `env.known`
     // holds what each kept operand is known to be.
-    let (mut k, mut r) = (0, 0);
+    let (mut k, mut r) = (0usize, 0usize);
     let known_base = env.known.len();
     let mut grouped = false;
     for i in 0..n {
         if !grouped && (1..=MAX_GROUP_START).contains(&i) && n - i >= 2 {
-            let rest = &v[r..];
+            let (done, rest) = v.split_at_mut(r);
             if rest.iter().all(|p| simple_lhs(p).is_some() && env.pred_covered(p)) {
-                env.changed |= group_by_value(&mut v[r..]);
+                // The last operand kept is the one evaluated before them.
+                let before = k.checked_sub(1).and_then(|l| simple_lhs(&done[l]));
+                env.changed |= group_by_value(rest, before);
                 grouped = true;
             }
         }

@@ -246,6 +246,28 @@ fn port_lists_share_their_prefix() {
     assert_eq!(o, optimize(&parse(expr)), "the optimizer's merge and lowering's");
 }
 
+/// Tests regrouped by value (they can no longer abort) start with the value
+/// the test before them compared, which a backend holds already.
+#[test]
+fn regrouped_tests_start_with_the_value_just_tested() {
+    // Port by port: after `src port 1` and `dst port 1` (which proves the
+    // bytes of both ports), the `dst` tests come first, then the `src` ones.
+    let o = optimize(&parse("tcp port 1 or tcp port 2 or tcp port 3"));
+    let Pred::Or(families) = &o else { panic!("{o}") };
+    for family in families {
+        let Pred::And(tests) = family else { panic!("{o}") };
+        let Some(Pred::Or(ports)) = tests.last() else { panic!("{o}") };
+        let lhs: Vec<&Value> = ports.iter().map(|p| match p {
+            Pred::Test(t) => &t.lhs,
+            _ => panic!("{o}"),
+        }).collect();
+        assert_eq!(lhs.len(), 6, "{o}");
+        let (src, dst) = (lhs[0], lhs[1]);
+        assert_ne!(src, dst, "{o}");
+        assert_eq!(lhs[2..], [dst, dst, src, src], "{o}");
+    }
+}
+
 #[test]
 fn portrange_drops_tautologies() {
     let o = optimize(&parse("portrange 0-6000"));
