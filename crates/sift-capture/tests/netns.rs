@@ -1457,7 +1457,9 @@ fn fanout_workers_all_apply_the_updates() {
 #[test]
 fn no_optimize_reaches_the_live_capture_filter() {
     let pair = setup_or_skip!();
-    let expr = "tcp port 80 or tcp port 443 or tcp port 8080";
+    // (The optimizer finds nothing to change in a list of ports since
+    // eae070a: lowering produces its best form.)
+    let expr = "host 10.0.0.1 and tcp";
     let compiled = |optimize: bool| {
         let o = sift::CompileOptions {
             optimize,
