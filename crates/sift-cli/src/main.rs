@@ -152,6 +152,22 @@ fn explain(a: &Args) -> Result<ExitCode, Fail> {
     }
     writeln!(out, "\n== classic BPF ({} instructions)", c.program.len())?;
     write!(out, "{}", sift_bpf::text::dump_d(&c.program))?;
+    // The engines' own forms: the dynamic engine's passes (or what does not
+    // fit them), and the JIT's machine code.
+    writeln!(out, "\n== dynamic engine passes")?;
+    match Filter::with_engine(&expr, &opts, Engine::Dynamic) {
+        Ok(f) => write!(out, "{}", f.dynamic_listing().unwrap_or_default())?,
+        Err(e) => writeln!(out, "none: {e}")?,
+    }
+    match Filter::with_engine(&expr, &opts, Engine::Jit) {
+        Ok(f) => writeln!(
+            out,
+            "\n== JIT: {} bytes of x86-64 machine code per packet \
+             (to disassemble: cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX)",
+            f.code_size().unwrap_or(0)
+        )?,
+        Err(e) => writeln!(out, "\n== JIT: {e}")?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

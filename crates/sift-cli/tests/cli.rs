@@ -127,9 +127,13 @@ fn explain_shows_every_stage() {
     let o = sift(&["explain", "-y", "LINUX_SLL2", "port 53"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    for stage in ["== AST", "== predicate IR", "== classic BPF"] {
+    for stage in ["== AST", "== predicate IR", "== classic BPF", "== dynamic engine passes\npass 0:", "== JIT: "] {
         assert!(out.contains(stage), "{out}");
     }
+    // What does not fit the dynamic engine is said in its place.
+    let o = sift(&["explain", "tcp[13] + 1 = 3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("== dynamic engine passes\nnone: "), "{}", stdout(&o));
 }
 
 #[test]

@@ -499,6 +499,18 @@ impl Filter {
             .map_err(Error::clone)
     }
 
+    /// The dynamic engine's passes when it runs the filter
+    /// ([`Filter::engine`] is [`Engine::Dynamic`]), else `None`: one line
+    /// per pass, then one per instruction with its kind, a `*` when it is
+    /// marked copied from the pass before, the kind of step that runs it,
+    /// and its expression text (what `sift explain` prints).
+    pub fn dynamic_listing(&self) -> Option<String> {
+        match &self.runner {
+            Runner::Dynamic(d) => Some(d.program().to_string()),
+            _ => None,
+        }
+    }
+
     /// The size in bytes of the machine code of the JIT's per-packet
     /// function when the JIT runs the filter ([`Filter::engine`] is
     /// [`Engine::Jit`]; 0 for a constant filter), else `None`.
