@@ -16,7 +16,7 @@ mod foreign_cbpf;
 use sift_bpf::validate::KNOWN_OPCODES;
 use sift_bpf::Insn;
 use sift_ir::LinkType;
-use sift_testkit::{packets, Rng};
+use sift_testkit::{env_number, packets, Rng};
 
 const EXPRESSIONS: &str = include_str!("../../sift-cli/tests/corpus/expressions.txt");
 
@@ -30,11 +30,28 @@ fn random_packets(rng: &mut Rng, n: usize) -> Vec<(Vec<u8>, u32)> {
     out
 }
 
+/// Sized from the environment for longer runs:
+/// `SIFT_FOREIGN_SEED=7 SIFT_FOREIGN_ROUNDS=1000000 cargo test --release
+/// --locked -p sift-jit --test no_panic_foreign` (both tests; the
+/// mutations run half as many rounds).
+fn rounds(default: u64) -> u64 {
+    env_number("SIFT_FOREIGN_ROUNDS", default)
+}
+
+/// A test's seed: its own, or derived from `SIFT_FOREIGN_SEED`.
+fn seed(own: u64) -> u64 {
+    match env_number("SIFT_FOREIGN_SEED", 0) {
+        0 => own,
+        s => s ^ own,
+    }
+}
+
 #[test]
 fn random_bytes_as_programs() {
-    let mut rng = Rng::new(0x5eed_f0e1);
+    let mut rng = Rng::new(seed(0x5eed_f0e1));
     let (mut runnable, mut kernel_ok) = (0, 0);
-    for round in 0..20_000 {
+    let rounds = rounds(20_000);
+    for round in 0..rounds {
         let len = rng.index(400);
         let data = rng.bytes(len);
         foreign_cbpf::check(&data);
@@ -47,8 +64,8 @@ fn random_bytes_as_programs() {
             kernel_ok += usize::from(sift_bpf::validate::validate(&prog).is_ok());
         }
     }
-    eprintln!("of 5000 decoded programs: {runnable} runnable, {kernel_ok} pass the kernel's rules");
-    assert!(runnable > 400, "only {runnable} runnable programs");
+    eprintln!("of {} decoded programs: {runnable} runnable, {kernel_ok} pass the kernel's rules", rounds.div_ceil(4));
+    assert!(runnable * 25 > rounds.div_ceil(4) as usize * 2, "only {runnable} runnable programs");
 }
 
 fn mutate(rng: &mut Rng, prog: &mut Vec<Insn>) {
@@ -81,7 +98,7 @@ fn mutate(rng: &mut Rng, prog: &mut Vec<Insn>) {
 
 #[test]
 fn mutated_libpcap_programs() {
-    let mut rng = Rng::new(0xf0e1_97a3);
+    let mut rng = Rng::new(seed(0xf0e1_97a3));
     let mut seeds = Vec::new();
     for line in EXPRESSIONS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         for optimize in [false, true] {
@@ -95,7 +112,7 @@ fn mutated_libpcap_programs() {
     for prog in &seeds {
         foreign_cbpf::check_program(prog, &pkts);
     }
-    for _ in 0..10_000 {
+    for _ in 0..rounds(20_000) / 2 {
         let mut prog = rng.pick(&seeds).clone();
         mutate(&mut rng, &mut prog);
         let pkts = random_packets(&mut rng, 2);
