@@ -163,8 +163,9 @@ fn explain(a: &Args) -> Result<ExitCode, Fail> {
         Ok(f) => writeln!(
             out,
             "\n== JIT: {} bytes of x86-64 machine code per packet \
-             (to disassemble: cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX)",
-            f.code_size().unwrap_or(0)
+             (to disassemble: cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX {})",
+            f.code_size().unwrap_or(0),
+            opts.linktype
         )?,
         Err(e) => writeln!(out, "\n== JIT: {e}")?,
     }

@@ -1,10 +1,10 @@
-//! Writes the machine code the JIT generates for an expression (Ethernet)
-//! to four files, for a disassembler: `PREFIX.pred.bin` (straight from the
+//! Writes the machine code the JIT generates for an expression (Ethernet,
+//! or the link type given by name as a third argument) to four files, for a disassembler: `PREFIX.pred.bin` (straight from the
 //! optimized predicate), `PREFIX.pred-count.bin` (its count function),
 //! `PREFIX.cbpf.bin` (from the classic BPF program) and `PREFIX.count.bin`
 //! (the count function of the latter).
 //!
-//! `cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX`, then
+//! `cargo run --release -p sift-jit --example jit_dump -- EXPR PREFIX [LINKTYPE]`, then
 //! `objdump -D -b binary -m i386:x86-64 PREFIX.pred.bin`.
 //!
 //! `jit_dump --corpus FILE` reads lines `DLT<TAB>EXPRESSION` and prints, for
@@ -71,11 +71,22 @@ fn main() {
             return corpus(path);
         }
     }
-    let (Some(expr), Some(prefix)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: jit_dump EXPR PREFIX | jit_dump --corpus FILE");
+    let usage = || -> ! {
+        eprintln!("usage: jit_dump EXPR PREFIX [LINKTYPE] | jit_dump --corpus FILE");
         std::process::exit(2);
     };
-    let pred = lower(expr, LinkType::EN10MB).unwrap_or_else(|e| panic!("{e}"));
+    let (Some(expr), Some(prefix)) = (args.first(), args.get(1)) else { usage() };
+    let linktype = match args.get(2) {
+        None => LinkType::EN10MB,
+        Some(name) => LinkType::from_name(name).unwrap_or_else(|| {
+            eprintln!("jit_dump: unknown link type {name}");
+            usage()
+        }),
+    };
+    let pred = lower(expr, linktype).unwrap_or_else(|e| {
+        eprintln!("jit_dump: {e}");
+        std::process::exit(1)
+    });
     let optimized = sift_ir::optimize(&pred);
     let direct = JitFilter::from_pred(&optimized).expect("jit");
     let via = cbpf(&optimized).expect("jit");
