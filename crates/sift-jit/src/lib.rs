@@ -341,6 +341,9 @@ enum CountSource {
 struct BatchCode {
     count: std::sync::OnceLock<Option<exec::CountBuffer>>,
     verdicts: std::sync::OnceLock<Option<exec::VerdictBuffer>>,
+    /// The interpreter's form of a classic BPF source, for
+    /// `JitFilter::run_uninstalled` (built by its first call).
+    interp: std::sync::OnceLock<Option<sift_bpf::interp::Program>>,
 }
 
 /// A classic BPF program or a predicate compiled to native code.
@@ -517,14 +520,17 @@ impl JitFilter {
     /// [`JitFilter::run`] where the per-packet function could not be
     /// installed after the filter was compiled (memory ran out): the same
     /// verdict from what the filter was compiled from, through the
-    /// interpreter or the reference evaluator.
+    /// interpreter (its program built once) or the reference evaluator.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[cold]
     #[inline(never)]
     fn run_uninstalled(&self, data: &[u8], wire_len: u32) -> u32 {
         match &self.source {
             CountSource::None => self.constant.unwrap_or(0),
-            CountSource::Program(prog) => sift_bpf::interp::Program::new(prog).map_or(0, |p| p.run(data, wire_len)),
+            CountSource::Program(prog) => {
+                let interp = &self.batch.get_or_init(Box::default).interp;
+                interp.get_or_init(|| sift_bpf::interp::Program::new(prog).ok()).as_ref().map_or(0, |p| p.run(data, wire_len))
+            }
             CountSource::Pred(pred, accept) => {
                 if sift_ir::matches(pred, sift_ir::PacketView { data, wire_len }) {
                     *accept
