@@ -1,6 +1,7 @@
 //! Writes the machine code the JIT generates for an expression (Ethernet,
-//! or the link type given by name as a third argument) to four files, for a disassembler: `PREFIX.pred.bin` (straight from the
-//! optimized predicate), `PREFIX.pred-count.bin` (its count function),
+//! or the link type given by name as a third argument) to four files, for
+//! a disassembler: `PREFIX.pred.bin` (straight from the optimized
+//! predicate), `PREFIX.pred-count.bin` (its count function),
 //! `PREFIX.cbpf.bin` (from the classic BPF program) and `PREFIX.count.bin`
 //! (the count function of the latter).
 //!

@@ -350,10 +350,22 @@ impl LazyExec {
     }
 
     /// The installed code, installing it on the first call; `None` if it
-    /// cannot be installed.
+    /// cannot be installed. Only the call that installs it publishes its
+    /// address in `entry`: the others leave that field (read by every
+    /// `JitFilter::run`, on any thread) untouched.
     pub(crate) fn get(&self) -> Option<&ExecBuffer> {
-        let buf = self.pending.installed.get_or_init(|| ExecBuffer::new(&self.pending.bytes).ok()).as_ref()?;
-        self.entry.store(buf.ptr, std::sync::atomic::Ordering::Release);
+        let mut installing = false;
+        let buf = self
+            .pending
+            .installed
+            .get_or_init(|| {
+                installing = true;
+                ExecBuffer::new(&self.pending.bytes).ok()
+            })
+            .as_ref()?;
+        if installing {
+            self.entry.store(buf.ptr, std::sync::atomic::Ordering::Release);
+        }
         Some(buf)
     }
 

@@ -311,9 +311,9 @@ impl Filter {
                 // keeps libpcap's tree. The optimized predicate (the JIT's,
                 // `Filter::program`'s) is the other engines' own, lowered
                 // with lists of ports as one.
-                let (ast, optimized) = lower(expr, opts)?;
+                let (ast, with_lists) = lower(expr, opts)?;
                 let lowered = lower_parsed(expr, &ast, opts, false)?;
-                let optimized = if opts.optimize { sift_ir::opt::optimize_owned(optimized) } else { optimized };
+                let optimized = if opts.optimize { sift_ir::opt::optimize_owned(with_lists) } else { with_lists };
                 (Some(lowered), optimized)
             }
             _ => {
